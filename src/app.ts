@@ -1,0 +1,71 @@
+import { makeWorkerUtils, run, type Runner } from 'graphile-worker';
+import { createTaskList } from '../jobs/index.ts';
+import type { Config } from './config.ts';
+import { connectDatabase } from './db/client.ts';
+import { PgPubSub } from './db/pubsub.ts';
+import { quietLogger } from './db/migrate.ts';
+import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
+import { log } from './log.ts';
+import type { Runtime } from './runtime.ts';
+
+export interface AppOptions {
+  config: Config;
+  databaseUrl: string;
+  api?: boolean;
+  worker?: boolean;
+  /** Overrides config.PORT (0 picks a free port). */
+  port?: number;
+}
+
+export interface App {
+  rt: Runtime;
+  http?: HttpServer;
+  runner?: Runner;
+  stop(): Promise<void>;
+}
+
+/** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
+export async function startApp(opts: AppOptions): Promise<App> {
+  const { config } = opts;
+  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE);
+  const pubsub = new PgPubSub(opts.databaseUrl, db.pool);
+  const workerUtils = await makeWorkerUtils({ pgPool: db.pool, logger: quietLogger });
+  const rt: Runtime = { config, db, pubsub, workerUtils };
+
+  let http: HttpServer | undefined;
+  let runner: Runner | undefined;
+  if (opts.api !== false) {
+    await pubsub.start();
+    const extraRoutes: ExtraRoutes = {};
+    http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
+    log.info({ port: http.port }, 'http server listening');
+  }
+  if (opts.worker !== false) {
+    runner = await run({
+      pgPool: db.pool,
+      concurrency: config.WORKER_CONCURRENCY,
+      taskList: createTaskList(rt),
+      noHandleSignals: true,
+      pollInterval: 1000,
+      logger: quietLogger,
+    });
+    log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    rt,
+    http,
+    runner,
+    stop() {
+      stopping ??= (async () => {
+        await http?.close(config.SHUTDOWN_TIMEOUT_MS);
+        await runner?.stop();
+        await pubsub.close();
+        await workerUtils.release();
+        await db.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+const TIERS = ['free', 'starter', 'pro', 'business', 'enterprise'] as const;
+
+const schema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  PUBLIC_URL: z.string().url().optional(),
+  DATABASE_URL: z.string().optional(),
+  DATA_DIR: z.string().default('./.data'),
+  SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
+  EMAIL_DOMAIN: z.string().default('ingest.localhost'),
+  SECRETS_KEY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
+  DEFAULT_TIER: z.enum(TIERS).default('free'),
+  ALLOW_PRIVATE_DESTINATIONS: bool,
+  LOG_TO_STDERR: bool,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  CURSOR_SECRET: z.string().optional(),
+});
+
+export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };
+
+/** Reads and validates the environment once; prints every problem and exits on bad input. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) console.error(`config: ${issue.path.join('.')}: ${issue.message}`);
+    process.exit(1);
+  }
+  const c = parsed.data;
+  return {
+    ...c,
+    dataDir: path.resolve(c.DATA_DIR),
+    publicUrl: (c.PUBLIC_URL ?? `http://localhost:${c.PORT}`).replace(/\/$/, ''),
+  };
+}
+
+export const config: Config = loadConfig();
+export { TIERS };
+export type Tier = (typeof TIERS)[number];

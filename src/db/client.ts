@@ -1,0 +1,48 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaClient } from '../generated/prisma/client.ts';
+
+export type { PrismaClient };
+
+// BIGINT columns (counters, sequence numbers) as JS numbers: they stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export interface Database {
+  prisma: PrismaClient;
+  /** Plain pg pool for hot paths written in SQL (ingest, claiming deliveries, counters). */
+  pool: pg.Pool;
+  url: string;
+  close(): Promise<void>;
+}
+
+export function connectDatabase(url: string, poolSize = 20): Database {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // Connection errors surface on the next query; these handlers keep them from crashing the process.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize }) });
+  return {
+    prisma,
+    pool,
+    url,
+    async close() {
+      await Promise.allSettled([prisma.$disconnect(), pool.end()]);
+    },
+  };
+}
+
+/** Runs `fn` in one transaction on a pooled client. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,69 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+
+const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
+const LOCK_KEY = 727_001; // advisory lock id shared by every process that migrates
+
+// The same table `prisma migrate deploy` keeps, so either tool sees what the other applied.
+const LEDGER = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+  "id" VARCHAR(36) PRIMARY KEY NOT NULL,
+  "checksum" VARCHAR(64) NOT NULL,
+  "finished_at" TIMESTAMPTZ,
+  "migration_name" VARCHAR(255) NOT NULL,
+  "logs" TEXT,
+  "rolled_back_at" TIMESTAMPTZ,
+  "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
+  "applied_steps_count" INTEGER NOT NULL DEFAULT 0
+)`;
+
+export async function listMigrations(): Promise<{ name: string; sql: string }[]> {
+  const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
+  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return Promise.all(names.map(async (name) => ({ name, sql: await readFile(path.join(MIGRATIONS_DIR, name, 'migration.sql'), 'utf8') })));
+}
+
+/**
+ * Applies pending migrations (the app's, then graphile-worker's) under an advisory
+ * lock, so processes starting together against one database are safe.
+ * Returns the names applied now.
+ */
+export async function migrate(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
+    await client.query(LEDGER);
+    const done = new Set(
+      (await client.query(`SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`)).rows.map((r) => r.migration_name),
+    );
+    for (const m of await listMigrations()) {
+      if (done.has(m.name)) continue;
+      const checksum = createHash('sha256').update(m.sql).digest('hex');
+      await client.query('BEGIN');
+      try {
+        await client.query(m.sql);
+        await client.query(
+          `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)`,
+          [randomUUID(), checksum, m.name],
+        );
+        await client.query('COMMIT');
+        applied.push(m.name);
+      } catch (e) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${m.name} failed: ${(e as Error).message}`);
+      }
+    }
+    await runWorkerMigrations({ connectionString: url, logger: quietLogger });
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
+    await client.end();
+  }
+  return applied;
+}
+
+export const quietLogger = new Logger(() => () => {});

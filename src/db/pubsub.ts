@@ -1,0 +1,136 @@
+import pg from 'pg';
+import { log } from '../log.ts';
+
+const CHANNEL = 'app_events';
+// NOTIFY payloads are capped at 8000 bytes; larger messages travel as a reference.
+const MAX_INLINE = 7_500;
+
+type Listener = (payload: unknown) => void;
+/** Loads a payload that was too large to travel inline, once per receiving process. */
+export type RefLoader = (topic: string, ref: string) => Promise<unknown>;
+
+/**
+ * Cross-process publish/subscribe over PostgreSQL LISTEN/NOTIFY. One listening
+ * connection per process; local subscribers are fanned out in memory. A publish
+ * from any process (API or worker) reaches subscribers on every process.
+ */
+export class PgPubSub {
+  private listeners = new Map<string, Set<Listener>>();
+  private client: pg.Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private closed = false;
+  private refLoaders = new Map<string, RefLoader>();
+
+  constructor(
+    private readonly url: string,
+    private readonly pool: pg.Pool,
+  ) {}
+
+  /** Registers how to load large payloads for topics starting with `prefix`. */
+  onRef(prefix: string, loader: RefLoader) {
+    this.refLoaders.set(prefix, loader);
+  }
+
+  async publish(topic: string, payload: unknown, ref?: string): Promise<void> {
+    let text = JSON.stringify({ t: topic, p: payload });
+    if (Buffer.byteLength(text) > MAX_INLINE) {
+      if (!ref) throw new Error(`pubsub payload for ${topic} too large and no ref given`);
+      text = JSON.stringify({ t: topic, r: ref });
+    }
+    await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, text]);
+  }
+
+  /** Starts listening; resolves once the LISTEN is in place. */
+  async start(): Promise<void> {
+    this.connecting ??= this.connect();
+    return this.connecting;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    client.on('notification', (msg) => void this.dispatch(msg.payload ?? ''));
+    client.on('error', (err) => {
+      log.warn({ err: err.message }, 'pubsub connection lost; reconnecting');
+      this.client = undefined;
+      this.connecting = undefined;
+      client.end().catch(() => {});
+      if (!this.closed) setTimeout(() => void this.start().catch(() => {}), 500).unref();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.client = client;
+  }
+
+  private async dispatch(raw: string) {
+    let msg: { t: string; p?: unknown; r?: string };
+    try {
+      msg = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    const set = this.listeners.get(msg.t);
+    if (!set || set.size === 0) return;
+    let payload = msg.p;
+    if (msg.r !== undefined) {
+      const loader = [...this.refLoaders].find(([prefix]) => msg.t.startsWith(prefix))?.[1];
+      if (!loader) return;
+      try {
+        payload = await loader(msg.t, msg.r);
+      } catch (err) {
+        log.warn({ err, topic: msg.t }, 'pubsub ref load failed');
+        return;
+      }
+    }
+    for (const fn of set) fn(payload);
+  }
+
+  /** An async iterator of the topic's payloads, ended when the consumer returns. */
+  subscribe<T>(topic: string): AsyncIterableIterator<T> {
+    const queue: T[] = [];
+    let wake: (() => void) | undefined;
+    let done = false;
+    const listener: Listener = (p) => {
+      queue.push(p as T);
+      wake?.();
+    };
+    let set = this.listeners.get(topic);
+    if (!set) this.listeners.set(topic, (set = new Set()));
+    set.add(listener);
+    void this.start().catch((err) => log.error({ err }, 'pubsub listen failed'));
+    const stop = () => {
+      done = true;
+      set!.delete(listener);
+      if (set!.size === 0) this.listeners.delete(topic);
+      wake?.();
+    };
+    const iterator: AsyncIterableIterator<T> = {
+      [Symbol.asyncIterator]() {
+        return iterator;
+      },
+      async next() {
+        while (!done && queue.length === 0) await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        if (queue.length > 0) return { value: queue.shift()!, done: false };
+        return { value: undefined, done: true };
+      },
+      async return() {
+        stop();
+        return { value: undefined, done: true };
+      },
+      async throw(err) {
+        stop();
+        throw err;
+      },
+    };
+    return iterator;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const set of this.listeners.values()) set.clear();
+    this.listeners.clear();
+    const c = this.client;
+    this.client = undefined;
+    if (c) await c.end().catch(() => {});
+  }
+}

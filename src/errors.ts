@@ -1,0 +1,152 @@
+import { GraphQLError } from 'graphql';
+
+/**
+ * Domain errors: every expected failure is one of these, mapped in one place to the
+ * contract's body `{error:{code,message,...}}`, an HTTP status and GraphQL extensions.
+ */
+export class DomainError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+
+  toBody() {
+    return { error: { code: this.code, message: this.message, ...this.details } };
+  }
+}
+
+export class InvalidRequest extends DomainError {
+  constructor(message: string, param?: string) {
+    super(400, 'invalid_request', message, param ? { param } : {});
+  }
+}
+export class InvalidCursor extends DomainError {
+  constructor(message = 'The cursor is malformed or does not belong to this list and filter set.') {
+    super(400, 'invalid_cursor', message, { param: 'cursor' });
+  }
+}
+export class InvalidLimit extends DomainError {
+  constructor(message = 'limit must be an integer.') {
+    super(400, 'invalid_limit', message, { param: 'limit' });
+  }
+}
+export class Unauthorized extends DomainError {
+  constructor(message = 'A valid API key is required: Authorization: Bearer <API key>.') {
+    super(401, 'unauthorized', message);
+  }
+}
+export class TierRequired extends DomainError {
+  constructor(feature: string, requiredTier: string) {
+    super(403, 'tier_required', `${feature} requires the ${requiredTier} tier or above.`, { feature, requiredTier });
+  }
+}
+export class NotFound extends DomainError {
+  constructor(what = 'resource', id?: string) {
+    super(404, 'not_found', id ? `No ${what} with id ${id}.` : `No such ${what}.`);
+  }
+}
+export class MethodNotAllowed extends DomainError {
+  constructor(allowed?: string[]) {
+    super(405, 'method_not_allowed', 'This method is not allowed on this path.', {}, allowed ? { allow: allowed.join(', ') } : {});
+  }
+}
+export class InvalidState extends DomainError {
+  constructor(message: string) {
+    super(409, 'invalid_state', message);
+  }
+}
+export class WebhookPaused extends DomainError {
+  constructor() {
+    super(409, 'webhook_paused', 'The webhook is paused; ingest is rejected until it is resumed.');
+  }
+}
+export class PayloadGone extends DomainError {
+  constructor() {
+    super(409, 'payload_gone', 'The retained payload needed for this operation is no longer available.');
+  }
+}
+export class PayloadTooLarge extends DomainError {
+  constructor(limitBytes: number) {
+    super(413, 'payload_too_large', `The request body exceeds the limit of ${limitBytes} bytes.`, { limit: limitBytes });
+  }
+}
+
+export type QuotaName =
+  | 'monthly_deliveries'
+  | 'ingest_rate'
+  | 'stored_payload_bytes'
+  | 'file_storage_bytes'
+  | 'backlog_depth'
+  | 'replay_volume';
+
+const QUOTA_STATUS: Record<QuotaName, number> = {
+  monthly_deliveries: 429,
+  ingest_rate: 429,
+  replay_volume: 429,
+  stored_payload_bytes: 409,
+  file_storage_bytes: 409,
+  backlog_depth: 409,
+};
+
+export class QuotaExceeded extends DomainError {
+  constructor(q: { quota: QuotaName; scope: 'project' | 'webhook'; limit: number; current: number; delta: number; retryAfterSec?: number }) {
+    super(
+      QUOTA_STATUS[q.quota],
+      'quota_exceeded',
+      `The ${q.quota} quota (${q.scope}) is exhausted: limit ${q.limit}, current ${q.current}, attempted +${q.delta}.`,
+      { quota: q.quota, scope: q.scope, limit: q.limit, current: q.current, delta: q.delta, ...(q.retryAfterSec !== undefined ? { retryAfterSec: q.retryAfterSec } : {}) },
+      q.retryAfterSec !== undefined ? { 'retry-after': String(Math.max(1, Math.ceil(q.retryAfterSec))) } : {},
+    );
+  }
+}
+
+export class Internal extends DomainError {
+  constructor() {
+    super(500, 'internal', 'Internal server error.');
+  }
+}
+
+/** Finds the domain error behind a GraphQL error (resolvers throw DomainError; graphql-js wraps it). */
+export function domainErrorOf(err: unknown): DomainError | undefined {
+  let e: any = err;
+  for (let i = 0; e && i < 5; i++) {
+    if (e instanceof DomainError) return e;
+    e = e.originalError;
+  }
+  return undefined;
+}
+
+/** The error as the contract's body and status, for REST answers. */
+export function toHttpError(err: unknown): { status: number; body: unknown; headers: Record<string, string> } {
+  const d = domainErrorOf(err);
+  if (d) return { status: d.status, body: d.toBody(), headers: d.headers };
+  if (err instanceof GraphQLError) {
+    const ext = err.extensions as any;
+    if (ext?.code && typeof ext.http?.status === 'number' && ext.http.status < 500) {
+      return { status: ext.http.status, body: { error: { code: String(ext.code), message: err.message } }, headers: {} };
+    }
+    // Errors raised by graphql-js before execution (validation, variable coercion) are the caller's.
+    if (!err.originalError && !err.path) {
+      return { status: 400, body: { error: { code: 'invalid_request', message: err.message } }, headers: {} };
+    }
+  }
+  return { status: 500, body: new Internal().toBody(), headers: {} };
+}
+
+/** GraphQL extensions for a domain error: the same code and detail fields as the REST body. */
+export function toGraphQLError(err: DomainError, original?: GraphQLError): GraphQLError {
+  return new GraphQLError(err.message, {
+    nodes: original?.nodes,
+    path: original?.path,
+    source: original?.source,
+    positions: original?.positions,
+    originalError: err,
+    extensions: { code: err.code, ...err.details, http: { status: err.status, headers: err.headers } },
+  });
+}

@@ -1,0 +1,46 @@
+import SchemaBuilder from '@pothos/core';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
+import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
+import type PrismaTypes from '../generated/pothos-types.ts';
+import { getDatamodel } from '../generated/pothos-types.ts';
+import type { Runtime } from '../runtime.ts';
+
+export interface Auth {
+  projectId: string;
+  apiKeyId: string;
+}
+
+export interface GraphQLContext {
+  rt: Runtime;
+  /** Set by the HTTP layer after the API key was checked; every resolver scopes by it. */
+  auth: Auth;
+}
+
+export const builder = new SchemaBuilder<{
+  PrismaTypes: PrismaTypes;
+  Context: GraphQLContext;
+  DefaultFieldNullability: false;
+  Scalars: {
+    JSON: { Input: unknown; Output: unknown };
+    DateTime: { Input: Date; Output: Date | string };
+  };
+}>({
+  plugins: [PrismaPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  prisma: {
+    client: (ctx) => ctx.rt.db.prisma,
+    dmmf: getDatamodel(),
+    filterConnectionTotalCount: true,
+  },
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+  },
+});
+
+builder.addScalarType('JSON', JSONResolver);
+builder.addScalarType('DateTime', DateTimeResolver);
+builder.queryType({});
+builder.mutationType({});
+builder.subscriptionType({});

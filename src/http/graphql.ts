@@ -1,0 +1,129 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { createYoga } from 'graphql-yoga';
+import { WebSocketServer } from 'ws';
+import { domainErrorOf, toGraphQLError, Unauthorized } from '../errors.ts';
+import type { Auth, GraphQLContext } from '../graphql/builder.ts';
+import { log } from '../log.ts';
+import { authenticate } from '../projects/service.ts';
+import type { Runtime } from '../runtime.ts';
+import { readBody } from './body.ts';
+import { sendError, sendFetchResponse } from './respond.ts';
+
+const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+
+function unauthorizedError(err: Unauthorized) {
+  return toGraphQLError(err);
+}
+
+/** GraphQL over HTTP (yoga, with SSE subscriptions) and over WebSocket (graphql-ws) on the same path. */
+export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
+  const yoga = createYoga<{ wsAuth?: Auth }, GraphQLContext>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    logging: false,
+    landingPage: false,
+    batching: { limit: 10 },
+    plugins: [
+      EnvelopArmorPlugin({
+        maxDepth: { n: 15 },
+        maxAliases: { n: 200 },
+        costLimit: { maxCost: 50_000 },
+        maxTokens: { n: 5_000 },
+        blockFieldSuggestion: { enabled: true },
+      }),
+    ],
+    context: async (initial) => {
+      if (initial.wsAuth) return { rt, auth: initial.wsAuth };
+      try {
+        return { rt, auth: await authenticate(rt, initial.request.headers.get('authorization')) };
+      } catch (err) {
+        const d = domainErrorOf(err);
+        if (d instanceof Unauthorized) throw unauthorizedError(d);
+        throw err;
+      }
+    },
+    maskedErrors: {
+      maskError(error, message) {
+        const d = domainErrorOf(error);
+        if (d) return toGraphQLError(d, error instanceof GraphQLError ? error : undefined);
+        if (error instanceof GraphQLError && !error.originalError) return error;
+        log.error({ err: (error as any)?.originalError ?? error }, 'graphql resolver failed');
+        return new GraphQLError(message, { extensions: { code: 'internal', http: { status: 500 } } });
+      },
+    },
+  });
+
+  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, url: URL) {
+    try {
+      let body: Buffer | undefined;
+      if (req.method !== 'GET' && req.method !== 'HEAD') body = await readBody(req, MANAGEMENT_BODY_LIMIT);
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
+      const controller = new AbortController();
+      res.on('close', () => controller.abort());
+      const response = await yoga.fetch(new Request(url, { method: req.method, headers, body: body as unknown as BodyInit | undefined, signal: controller.signal }), {});
+      await sendFetchResponse(res, response);
+    } catch (err) {
+      sendError(res, err);
+    }
+  }
+
+  function attachWebSocket(server: Server) {
+    const wss = new WebSocketServer({ noServer: true });
+    server.on('upgrade', (req, socket, head) => {
+      if (new URL(req.url ?? '/', 'http://x').pathname !== '/graphql') {
+        socket.destroy();
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    });
+    const disposable = useServer<Record<string, unknown>, { auth?: Auth }>(
+      {
+        onConnect: async (ctx) => {
+          const raw = ctx.connectionParams?.authorization ?? ctx.connectionParams?.Authorization;
+          try {
+            ctx.extra.auth = await authenticate(rt, typeof raw === 'string' ? raw : undefined);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        execute: (args: any) => args.rootValue.execute(args),
+        subscribe: (args: any) => args.rootValue.subscribe(args),
+        onSubscribe: async (ctx, _id, params) => {
+          const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+            ...ctx,
+            req: ctx.extra.request,
+            socket: ctx.extra.socket,
+            params,
+            wsAuth: ctx.extra.auth,
+          });
+          const args = {
+            schema,
+            operationName: params.operationName,
+            document: parse(params.query),
+            variableValues: params.variables,
+            contextValue: await contextFactory(),
+            rootValue: { execute, subscribe },
+          };
+          const errors = validate(args.schema, args.document);
+          if (errors.length) return errors;
+          return args;
+        },
+      },
+      wss,
+    );
+    return {
+      async close() {
+        for (const client of wss.clients) client.close(1001, 'Server shutting down');
+        await disposable.dispose();
+        await new Promise<void>((r) => wss.close(() => r()));
+      },
+    };
+  }
+
+  return { yoga, handleGraphQL, attachWebSocket };
+}

@@ -1,0 +1,48 @@
+import type { ServerResponse } from 'node:http';
+import { toHttpError } from '../errors.ts';
+import { log } from '../log.ts';
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** Answers with the contract's error body; unexpected errors are logged and become a bare 500. */
+export function sendError(res: ServerResponse, err: unknown) {
+  const { status, body, headers } = toHttpError(err);
+  if (status >= 500) log.error({ err }, 'request failed');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, status, body, headers);
+}
+
+/** Writes a fetch `Response` (from SOFA or yoga) to a node response, streaming its body. */
+export async function sendFetchResponse(res: ServerResponse, response: Response) {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, key) => {
+    if (key === 'set-cookie') return;
+    headers[key] = value;
+  });
+  const cookies = (response.headers as any).getSetCookie?.() as string[] | undefined;
+  if (cookies?.length) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  res.on('close', () => void reader.cancel().catch(() => {}));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value)) await new Promise((r) => res.once('drain', r));
+    }
+  } catch {
+    // client went away mid-stream
+  }
+  res.end();
+}

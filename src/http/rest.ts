@@ -1,0 +1,118 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { filterSchema } from '@graphql-tools/utils';
+import { GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import qs from 'qs';
+import { useSofa } from 'sofa-api';
+import { MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
+import type { GraphQLContext } from '../graphql/builder.ts';
+import { authenticate } from '../projects/service.ts';
+import type { Runtime } from '../runtime.ts';
+import { log } from '../log.ts';
+import { parseStructuredBody, readBody } from './body.ts';
+import { sendError, sendFetchResponse, sendJson } from './respond.ts';
+import { REST_ROUTES, type RestRoute } from './routes.ts';
+import { coerceArgs } from './validate-args.ts';
+
+const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+
+interface CompiledRoute extends RestRoute {
+  regex: RegExp;
+  params: string[];
+  gqlField: GraphQLField<unknown, unknown>;
+}
+
+function compile(route: RestRoute, schema: GraphQLSchema): CompiledRoute {
+  const params: string[] = [];
+  const pattern = route.path.replace(/:([a-zA-Z_]+)/g, (_, name) => {
+    params.push(name);
+    return '([^/]+)';
+  });
+  const [typeName, fieldName] = route.field.split('.');
+  const type = typeName === 'Query' ? schema.getQueryType() : schema.getMutationType();
+  const gqlField = type?.getFields()[fieldName];
+  if (!gqlField) throw new Error(`REST route ${route.method} ${route.path} maps to unknown field ${route.field}`);
+  return { ...route, regex: new RegExp(`^${pattern}/?$`), params, gqlField };
+}
+
+/**
+ * `/v1`: SOFA over the GraphQL schema, restricted to the route table. This layer only
+ * authenticates, matches the route (404/405), reads and parses the body (JSON or
+ * bracket-notation forms, 1 MB cap) and validates arguments; SOFA runs the field.
+ */
+export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
+  const routed = new Set(REST_ROUTES.map((r) => r.field));
+  const filtered = filterSchema({
+    schema,
+    rootFieldFilter: (op, name) => op !== 'Subscription' && routed.has(`${op}.${name}`),
+  }).toConfig();
+  const hasFields = (t: GraphQLObjectType | null | undefined) => (t && Object.keys(t.getFields()).length > 0 ? t : undefined);
+  const dropped = new Set([filtered.subscription, hasFields(filtered.mutation) ? undefined : filtered.mutation].filter(Boolean));
+  const restSchema = new GraphQLSchema({
+    ...filtered,
+    mutation: hasFields(filtered.mutation),
+    subscription: undefined,
+    types: filtered.types.filter((t) => !dropped.has(t as GraphQLObjectType)),
+  });
+  const routes = REST_ROUTES.map((r) => compile(r, schema));
+  const sofa = useSofa({
+    basePath: '/v1',
+    schema: restSchema,
+    depthLimit: 3,
+    routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
+    context: (serverContext: any): GraphQLContext => ({ rt, auth: serverContext.auth }),
+    errorHandler: (errors: readonly unknown[]) => {
+      const { status, body, headers } = toHttpError(errors[0]);
+      if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
+      return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+    },
+    openAPI: { info: { title: 'Service REST API', version: '1.0.0', description: 'Generated from the GraphQL schema by SOFA.' } },
+  } as any);
+
+  let openApi: unknown;
+  // SOFA documents paths relative to its base; clients want the full /v1 paths.
+  async function buildOpenApi() {
+    const doc: any = await (await sofa.fetch(new Request('http://localhost/v1/openapi.json'))).json();
+    doc.openapi ??= '3.0.3';
+    doc.paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, v]) => [`/v1${p}`.replace(/:([a-zA-Z_]+)/g, '{$1}'), v]));
+    doc.components = { ...doc.components, securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } };
+    doc.security = [{ apiKey: [] }];
+    return doc;
+  }
+
+  return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL) {
+    try {
+      const sub = url.pathname.slice('/v1'.length) || '/';
+      if (sub === '/openapi.json' && req.method === 'GET') return sendJson(res, 200, (openApi ??= await buildOpenApi()));
+      const auth = await authenticate(rt, req.headers.authorization);
+      const candidates = routes.map((r) => ({ r, m: r.regex.exec(sub) })).filter((x) => x.m);
+      if (candidates.length === 0) throw new NotFound('route');
+      const hit = candidates.find((x) => x.r.method === req.method);
+      if (!hit) throw new MethodNotAllowed([...new Set(candidates.map((x) => x.r.method))]);
+      const { r, m } = hit;
+      const params: Record<string, string> = {};
+      r.params.forEach((name, i) => (params[name] = decodeURIComponent(m![i + 1])));
+      const query = qs.parse(url.search.slice(1), { depth: 5, arrayLimit: 100 }) as Record<string, unknown>;
+      let body: Record<string, unknown> = {};
+      if (r.method !== 'GET' && r.method !== 'DELETE') {
+        body = parseStructuredBody(await readBody(req, MANAGEMENT_BODY_LIMIT), req.headers['content-type']);
+      } else {
+        req.resume();
+      }
+      // Path parameters win over query and body, as in SOFA.
+      const variables = coerceArgs(r.gqlField.args, { ...body, ...query, ...params }, Object.keys(body));
+      const forwardUrl = new URL(url.pathname, url); // arguments travel in the JSON body, already coerced
+      const request = new Request(forwardUrl, {
+        method: r.method,
+        headers: { 'content-type': 'application/json' },
+        body: r.method === 'GET' || r.method === 'DELETE' ? undefined : JSON.stringify(variables),
+      });
+      if (r.method === 'GET' || r.method === 'DELETE') {
+        forwardUrl.search = qs.stringify(variables);
+        return await sendFetchResponse(res, await sofa.fetch(new Request(forwardUrl, { method: r.method }), { auth }));
+      }
+      return await sendFetchResponse(res, await sofa.fetch(request, { auth }));
+    } catch (err) {
+      sendError(res, err);
+    }
+  };
+}

@@ -1,0 +1,85 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NotFound } from '../errors.ts';
+import { schema } from '../graphql/schema.ts';
+import type { Runtime } from '../runtime.ts';
+import { createGraphQLHandler } from './graphql.ts';
+import { sendError, sendJson } from './respond.ts';
+import { createRestHandler } from './rest.ts';
+
+export interface HttpServer {
+  server: http.Server;
+  port: number;
+  url: string;
+  /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes sockets. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<void> | void;
+
+/** Public routes beside GraphQL and REST (ingest, files, dashboard), by path prefix. */
+export interface ExtraRoutes {
+  [prefix: string]: RouteHandler;
+}
+
+export async function startHttpServer(rt: Runtime, opts: { port: number; host?: string; extraRoutes?: ExtraRoutes }): Promise<HttpServer> {
+  const rest = createRestHandler(rt, schema);
+  const gql = createGraphQLHandler(rt, schema);
+  const extra = Object.entries(opts.extraRoutes ?? {});
+  let draining = false;
+
+  const server = http.createServer(async (req, res) => {
+    if (draining) res.setHeader('connection', 'close');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      return sendJson(res, 400, { error: { code: 'invalid_request', message: 'Malformed request URL.' } });
+    }
+    const path = url.pathname;
+    try {
+      if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (path === '/readyz') {
+        try {
+          await rt.db.pool.query('SELECT 1');
+          return sendJson(res, 200, { status: 'ready' });
+        } catch {
+          return sendJson(res, 503, { error: { code: 'unavailable', message: 'The database is not reachable.' } });
+        }
+      }
+      if (path === '/graphql') return await gql.handleGraphQL(req, res, url);
+      if (path === '/v1' || path.startsWith('/v1/')) return await rest(req, res, url);
+      for (const [prefix, handler] of extra) {
+        if (path === prefix || path.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`)) return await handler(req, res, url);
+      }
+      throw new NotFound('route');
+    } catch (err) {
+      sendError(res, err);
+    }
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  const ws = gql.attachWebSocket(server);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    server,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    async close(timeoutMs = 10_000) {
+      draining = true;
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      await ws.close();
+      const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}
+

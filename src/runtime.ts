@@ -1,0 +1,13 @@
+import type { WorkerUtils } from 'graphile-worker';
+import type { Config } from './config.ts';
+import type { Database } from './db/client.ts';
+import type { PgPubSub } from './db/pubsub.ts';
+
+/** What every service function needs: the database, pub/sub and config of this process. */
+export interface Runtime {
+  config: Config;
+  db: Database;
+  pubsub: PgPubSub;
+  /** For adding jobs outside a transaction (inside one, use SQL `graphile_worker.add_job`). */
+  workerUtils: WorkerUtils;
+}

@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { config } from './config.ts';
+import { log } from './log.ts';
+
+let key: Buffer | undefined;
+
+/** The key that encrypts secrets at rest: SECRETS_KEY, else ./.data/secrets.key (generated once). */
+function secretsKey(): Buffer {
+  if (key) return key;
+  if (config.SECRETS_KEY) return (key = Buffer.from(config.SECRETS_KEY, 'base64'));
+  const file = path.join(config.dataDir, 'secrets.key');
+  if (config.DATABASE_URL) log.warn({ file }, 'SECRETS_KEY is not set; using a key file. Every process must share it: set SECRETS_KEY.');
+  if (!existsSync(file)) {
+    mkdirSync(config.dataDir, { recursive: true });
+    try {
+      writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
+    } catch (e: any) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+  }
+  key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${file} must hold 32 bytes, base64-encoded`);
+  return key;
+}
+
+/** AES-256-GCM: "v1.<iv>.<tag>.<ciphertext>" in base64url. */
+export function encryptSecret(plain: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', secretsKey(), iv);
+  const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+  return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+}
+
+export function decryptSecret(sealed: string): string {
+  const [v, iv, tag, ct] = sealed.split('.');
+  if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unknown secret format');
+  const decipher = createDecipheriv('aes-256-gcm', secretsKey(), Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+export function sha256Hex(s: string): string {
+  return createHash('sha256').update(s).digest('hex');
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ab.length === bb.length && timingSafeEqual(ab, bb);
+}
+
+/** A key for one purpose (cursor signing, file links), derived from the secrets key. */
+export function derivedKey(purpose: string): Buffer {
+  return createHmac('sha256', secretsKey()).update(purpose).digest();
+}
