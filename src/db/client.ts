@@ -16,11 +16,12 @@ export interface Database {
 }
 
 export function connectDatabase(url: string, poolSize = 20): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // Timestamps are stored as UTC wall time (Prisma's `timestamp(3)`); every session speaks UTC.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' });
   // Connection errors surface on the next query; these handlers keep them from crashing the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize }) });
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' }) });
   return {
     prisma,
     pool,
