@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { filterSchema } from '@graphql-tools/utils';
-import { GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { execute, GraphQLSchema, type ExecutionArgs, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
 import { MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
@@ -14,6 +14,7 @@ import { REST_ROUTES, type RestRoute } from './routes.ts';
 import { coerceArgs } from './validate-args.ts';
 
 const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+const EXPLICIT_NULLS = Symbol('explicit null arguments');
 
 interface CompiledRoute extends RestRoute {
   regex: RegExp;
@@ -59,7 +60,10 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     schema: restSchema,
     depthLimit: 3,
     routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
-    context: (serverContext: any): GraphQLContext => ({ rt, auth: serverContext.auth }),
+    context: (serverContext: any): GraphQLContext => ({ rt, auth: serverContext.auth, [EXPLICIT_NULLS]: serverContext.nulls }) as GraphQLContext,
+    // SOFA drops null arguments; an explicit `null` (e.g. {"kind": null}) must reach the resolver.
+    execute: (args: ExecutionArgs) =>
+      execute({ ...args, variableValues: { ...(args.contextValue as any)[EXPLICIT_NULLS], ...args.variableValues } }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
       if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
@@ -110,7 +114,8 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
         forwardUrl.search = qs.stringify(variables);
         return await sendFetchResponse(res, await sofa.fetch(new Request(forwardUrl, { method: r.method }), { auth }));
       }
-      return await sendFetchResponse(res, await sofa.fetch(request, { auth }));
+      const nulls = Object.fromEntries(Object.entries(variables).filter(([, v]) => v === null));
+      return await sendFetchResponse(res, await sofa.fetch(request, { auth, nulls }));
     } catch (err) {
       sendError(res, err);
     }
