@@ -45,11 +45,12 @@ export async function destroyWebhook(rt: Rt, projectId: string, webhookId: strin
   if (webhook.status !== 'archived') throw new InvalidState(`Only an archived webhook can be destroyed; this one is ${webhook.status}.`);
   await inTransaction(rt.db.pool, async (client) => {
     // Queued jobs of its deliveries go first, while the deliveries still name them; a
-    // running one is left alone, finds its delivery gone and ends.
+    // running one is left alone, finds its delivery gone and ends. (The public `jobs`
+    // view has no payload column; graphile-worker's own cleanup reads these tables too.)
     await client.query(
       `SELECT graphile_worker.complete_jobs(ARRAY(
-         SELECT j.id FROM graphile_worker.jobs j
-          WHERE j.task_identifier = $1 AND j.payload->>'deliveryId' IN (SELECT id FROM deliveries WHERE webhook_id = $2)))`,
+         SELECT j.id FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+          WHERE t.identifier = $1 AND j.payload->>'deliveryId' IN (SELECT id FROM deliveries WHERE webhook_id = $2)))`,
       [ATTEMPT_TASK, webhookId],
     );
     const gone = await client.query(`DELETE FROM webhooks WHERE id = $1 AND project_id = $2 AND status = 'archived'`, [webhookId, projectId]);

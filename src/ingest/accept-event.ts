@@ -1,0 +1,117 @@
+import type pg from 'pg';
+import { insertDelivery } from '../deliveries/enqueue.ts';
+import { NotFound, WebhookPaused } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { enforceIngestQuotas } from '../projects/quotas.ts';
+import { TIER_QUOTAS } from '../projects/tiers.ts';
+import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
+import type { Runtime } from '../runtime.ts';
+import type { Tier } from '../config.ts';
+import type { IngestTarget } from './find-ingest-target.ts';
+
+/** An inbound event as a channel (HTTP, form, email, schedule) received it. */
+export interface InboundEvent {
+  channel: 'http' | 'form' | 'email' | 'schedule';
+  method: string | null;
+  path: string | null;
+  query: Record<string, unknown>;
+  /** Lower-case names, credentials already removed. */
+  headers: Record<string, unknown>;
+  contentType: string | null;
+  body: Buffer;
+}
+
+export interface AcceptedEvent {
+  eventId: string;
+  deliveryId: string;
+  status: 'queued' | 'scheduled';
+}
+
+// The event row is written only while the webhook is still active at commit time, so a
+// pause or archive that lands after the lookup wins without another round trip.
+const INSERT_EVENT = {
+  name: 'ingest_insert_event',
+  text: `
+INSERT INTO events (id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size, payload_expires_at)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+ WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3 AND status = 'active')`,
+};
+
+/** The payload retention that applies: the tier's (or an Enterprise custom value), tightened by a webhook override. */
+function payloadRetentionSeconds(target: IngestTarget): number {
+  const tierValue = TIER_QUOTAS[target.project.tier as Tier]?.payload_retention_seconds ?? TIER_QUOTAS.free.payload_retention_seconds;
+  const custom = target.project.customQuotas?.payload_retention_seconds;
+  const projectValue = typeof custom === 'number' ? custom : tierValue;
+  const override = target.quotaOverrides?.payload_retention_seconds;
+  return typeof override === 'number' ? Math.min(projectValue, override) : projectValue;
+}
+
+/** Routing: the first matching rule's destination, else the default one. */
+export function routeInbound(target: IngestTarget, event: InboundEvent) {
+  const byId = new Map(target.destinations.map((d) => [d.id, d]));
+  const fallback = target.destinations.find((d) => d.isDefault)!;
+  if (target.routing.length === 0) return fallback;
+  const context: EventContext = { ...event, body: bodyForMatching(event.body) };
+  const rule = matchRule(target.routing, context);
+  return (rule && byId.get(rule.destinationId)) || fallback;
+}
+
+/**
+ * Accepts an authenticated event: routes it, checks quotas, and in ONE transaction
+ * stores the event and queues its delivery (row + job). Resolves only after commit.
+ */
+export async function acceptEvent(rt: Runtime, target: IngestTarget, event: InboundEvent, runAt: Date | null): Promise<AcceptedEvent> {
+  const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
+  const eventId = newId('evt');
+  const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
+  const payloadExpiresAt = new Date(retainFrom + payloadRetentionSeconds(target) * 1000);
+
+  const client = await rt.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await enforceIngestQuotas(rt, client, {
+      project: target.project,
+      webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides },
+      bodyBytes: event.body.length,
+    });
+    const inserted = await client.query({
+      ...INSERT_EVENT,
+      values: [
+        eventId,
+        target.projectId,
+        target.webhookId,
+        event.channel,
+        event.method,
+        event.path,
+        JSON.stringify(event.query),
+        JSON.stringify(event.headers),
+        event.contentType,
+        event.body,
+        event.body.length,
+        payloadExpiresAt,
+      ],
+    });
+    if (inserted.rowCount === 0) throw await stateNow(client, target.webhookId);
+    const delivery = await insertDelivery(client, {
+      projectId: target.projectId,
+      webhookId: target.webhookId,
+      eventId,
+      destinationId: destination.id,
+      destination,
+      runAt,
+    });
+    await client.query('COMMIT');
+    return { eventId, deliveryId: delivery.id, status: delivery.status };
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw (e as any)?.code === '23503' ? new NotFound('webhook') : e;
+  } finally {
+    client.release();
+  }
+}
+
+/** Why a webhook that was active at lookup no longer takes events. */
+async function stateNow(client: pg.PoolClient, webhookId: string): Promise<Error> {
+  const { rows } = await client.query<{ status: string }>('SELECT status FROM webhooks WHERE id = $1', [webhookId]);
+  return rows[0]?.status === 'paused' ? new WebhookPaused() : new NotFound('webhook');
+}
