@@ -11,7 +11,7 @@ const httpUrl = z
   .string()
   .max(2048)
   .url()
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL');
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL');
 const text = z.string().min(1).max(1024);
 const awsCredentials = z.object({ accessKeyId: text, secretAccessKey: text, sessionToken: z.string().max(4096).optional() }).strict();
 // A Google service-account key file, as downloaded (JSON object).
