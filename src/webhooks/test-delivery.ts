@@ -29,7 +29,7 @@ const probeSchema = z.object({
 
 /** The probe as the routing context of an ingested event (header names lower-cased, string bodies parsed where they parse). */
 export function probeContext(input: ProbeInput): EventContext {
-  const p = parseInput(probeSchema, input, 'probe');
+  const p = parseInput(probeSchema, input, '');
   const headers = Object.fromEntries(Object.entries(p.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
   const contentType = p.contentType ?? (typeof headers['content-type'] === 'string' ? headers['content-type'] : null);
   return {
