@@ -7,6 +7,9 @@ import { quietLogger } from './db/migrate.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
+import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
+import { registerDeliveryRefLoader } from './deliveries/publish.ts';
+import { startDeliverySweeper } from './deliveries/sweep.ts';
 
 export interface AppOptions {
   config: Config;
@@ -34,6 +37,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   let http: HttpServer | undefined;
   let runner: Runner | undefined;
+  let outbound: OutboundClient | undefined;
+  let sweeper: { stop(): void } | undefined;
+  registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
     await pubsub.start();
     const extraRoutes: ExtraRoutes = {};
@@ -41,14 +47,16 @@ export async function startApp(opts: AppOptions): Promise<App> {
     log.info({ port: http.port }, 'http server listening');
   }
   if (opts.worker !== false) {
+    outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
     runner = await run({
       pgPool: db.pool,
       concurrency: config.WORKER_CONCURRENCY,
-      taskList: createTaskList(rt),
+      taskList: createTaskList(rt, { rt, outbound }),
       noHandleSignals: true,
       pollInterval: 1000,
       logger: quietLogger,
     });
+    sweeper = startDeliverySweeper(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
   }
 
@@ -60,7 +68,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
     stop() {
       stopping ??= (async () => {
         await http?.close(config.SHUTDOWN_TIMEOUT_MS);
+        sweeper?.stop();
         await runner?.stop();
+        outbound?.close();
         await pubsub.close();
         await workerUtils.release();
         await db.close();
