@@ -53,8 +53,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
       concurrency: config.WORKER_CONCURRENCY,
       taskList: createTaskList(rt, { rt, outbound }),
       noHandleSignals: true,
-      pollInterval: 1000,
       logger: quietLogger,
+      // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
+      preset: {
+        worker: {
+          pollInterval: config.WORKER_POLL_INTERVAL_MS,
+          localQueue: { size: config.WORKER_CONCURRENCY },
+        },
+      },
     });
     sweeper = startDeliverySweeper(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
