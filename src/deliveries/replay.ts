@@ -208,7 +208,8 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
           ).map((e) => ({ sourceId: e.deliveryId, dlqId: e.id, pos: e.id }) as any)
         : (
             await rt.db.prisma.delivery.findMany({
-              where: { ...deliveryWhere(job.projectId, filter), replayJobId: { not: job.id }, ...(after ? { id: { gt: after } } : {}) },
+              // Only deliveries that existed when the job was created: its own replays must not feed it.
+              where: { AND: [deliveryWhere(job.projectId, filter), { createdAt: { lte: job.createdAt } }, ...(after ? [{ id: { gt: after } }] : [])] },
               orderBy: { id: 'asc' },
               take: 200,
               select: { id: true },
