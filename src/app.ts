@@ -10,6 +10,11 @@ import type { Runtime } from './runtime.ts';
 import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
 import { registerDeliveryRefLoader } from './deliveries/publish.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
+import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
+
+async function watchKeyRevocations(rt: Runtime) {
+  for await (const _ of rt.pubsub.subscribe(API_KEYS_TOPIC)) forgetCachedKeys(rt);
+}
 
 export interface AppOptions {
   config: Config;
@@ -42,6 +47,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
     await pubsub.start();
+    void watchKeyRevocations(rt);
     const extraRoutes: ExtraRoutes = {};
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
