@@ -1,28 +1,8 @@
 import { z } from 'zod';
+import { DEFAULT_RETRY_POLICY, isDefaultRetryPolicy, retryPolicyInput, type RetryPolicy } from '../deliveries/retry-policy.ts';
 import { InvalidRequest } from '../errors.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { parseInput } from '../validation.ts';
-
-export const RETRY_ON = ['408', '429', '5xx', 'network', 'timeout'] as const;
-export type RetryOn = (typeof RETRY_ON)[number];
-
-export interface RetryPolicy {
-  maxAttempts: number;
-  backoff: 'exponential' | 'linear' | 'fixed';
-  initialDelayMs: number;
-  maxDelayMs: number;
-  jitter: boolean;
-  retryOn: RetryOn[];
-}
-
-export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
-  maxAttempts: 6,
-  backoff: 'exponential',
-  initialDelayMs: 5000,
-  maxDelayMs: 3_600_000,
-  jitter: true,
-  retryOn: [...RETRY_ON],
-}) as RetryPolicy;
 
 export const CONTROL_DEFAULTS = {
   deliveryMode: 'parallel' as const,
@@ -30,22 +10,12 @@ export const CONTROL_DEFAULTS = {
   timeoutMs: 10_000,
   defaultDelaySeconds: null,
   throttleRatePerSecond: null,
-  customHeaders: {} as Record<string, string>,
 };
 
-const MAX_DELAY_CEILING_MS = 86_400_000;
-
-const retryPolicySchema = z
-  .object({
-    maxAttempts: z.number().int().min(1).max(20),
-    backoff: z.enum(['exponential', 'linear', 'fixed']),
-    initialDelayMs: z.number().int().min(100).max(3_600_000),
-    maxDelayMs: z.number().int().min(100).max(MAX_DELAY_CEILING_MS),
-    jitter: z.boolean(),
-    retryOn: z.array(z.enum(RETRY_ON)).max(RETRY_ON.length).refine((a) => new Set(a).size === a.length, 'must not repeat values'),
-  })
-  .partial()
-  .strict();
+// The delivery engine's input schema, plus: retryOn must not repeat a value.
+const retryPolicySchema = retryPolicyInput.superRefine((p, ctx) => {
+  if (p.retryOn && new Set(p.retryOn).size !== p.retryOn.length) ctx.addIssue({ code: 'custom', path: ['retryOn'], message: 'must not repeat values' });
+});
 
 // Names the sender controls; anything that frames or signs the request is ours.
 const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
@@ -83,19 +53,11 @@ export interface Controls {
   customHeaders: Record<string, string>;
 }
 
-function sameMembers(a: unknown, b: readonly string[]): boolean {
-  return Array.isArray(a) && a.length === b.length && b.every((x) => a.includes(x));
-}
-
-/** True when the policy, with left-out fields at their defaults, is the default policy. */
-function isDefaultRetryPolicy(p: unknown): boolean {
-  if (p === null || p === undefined) return true;
-  if (typeof p !== 'object' || Array.isArray(p)) return false;
-  return Object.entries(p).every(([k, v]) => {
-    if (!(k in DEFAULT_RETRY_POLICY)) return false;
-    const d = DEFAULT_RETRY_POLICY[k as keyof RetryPolicy];
-    return Array.isArray(d) ? sameMembers(v, d) : v === d;
-  });
+/** True when the policy, with left-out fields at their defaults, is the default policy (free on every tier). */
+function retryPolicyIsDefault(raw: unknown): boolean {
+  if (raw === null || raw === undefined) return true;
+  const parsed = retryPolicyInput.safeParse(raw);
+  return parsed.success && isDefaultRetryPolicy({ ...DEFAULT_RETRY_POLICY, ...parsed.data });
 }
 
 function isEmptyHeaders(h: unknown): boolean {
@@ -107,7 +69,7 @@ function isEmptyHeaders(h: unknown): boolean {
  * orders checks): values equal to the defaults are free on every tier.
  */
 export function requireControlFeatures(tier: string, input: ControlsInput): void {
-  if (!isDefaultRetryPolicy(input.retryPolicy)) requireFeature(tier, 'custom_retry_policy');
+  if (!retryPolicyIsDefault(input.retryPolicy)) requireFeature(tier, 'custom_retry_policy');
   if (!isEmptyHeaders(input.customHeaders)) requireFeature(tier, 'custom_headers');
   if (input.deliveryMode === 'strict_fifo') requireFeature(tier, 'strict_fifo');
   if (input.defaultDelaySeconds !== undefined && input.defaultDelaySeconds !== null) requireFeature(tier, 'default_delay');
@@ -125,6 +87,7 @@ export function parseRetryPolicy(raw: unknown): RetryPolicy {
   if (raw === null || raw === undefined) return { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn] };
   const given = parseInput(retryPolicySchema, raw, 'retryPolicy');
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...given };
+  // Left out, the 1 h cap gives way to a longer initial delay rather than refusing it.
   if (given.maxDelayMs === undefined) policy.maxDelayMs = Math.max(policy.maxDelayMs, policy.initialDelayMs);
   if (policy.maxDelayMs < policy.initialDelayMs) {
     throw new InvalidRequest('retryPolicy.maxDelayMs must not be below retryPolicy.initialDelayMs.', 'retryPolicy.maxDelayMs');

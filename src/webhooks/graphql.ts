@@ -5,7 +5,7 @@ import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 import { RoutingRuleRef } from '../routing/graphql.ts';
 import { webhookAddresses } from './addresses.ts';
-import type { RetryPolicy } from './controls.ts';
+import type { RetryPolicy } from '../deliveries/retry-policy.ts';
 import { createWebhook, type CreateWebhookInput } from './create-webhook.ts';
 import { getWebhook } from './get-webhook.ts';
 import { archiveWebhook, destroyWebhook, pauseWebhook, restoreWebhook, resumeWebhook } from './lifecycle.ts';

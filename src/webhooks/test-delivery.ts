@@ -59,8 +59,10 @@ export async function testDelivery(rt: Rt, projectId: string, webhookId: string,
   let transformError: string | null = null;
   const transformed = webhook.transform !== null;
   if (transformed) {
+    // The bytes ingest would have stored: a string body as sent, anything else as JSON.
+    const raw = typeof input.body === 'string' ? input.body : JSON.stringify(input.body ?? null);
     try {
-      payload = (await applyTransform(webhook.transform, context)).value;
+      payload = (await applyTransform(webhook.transform, Buffer.from(raw))).value;
     } catch (e) {
       payload = null;
       transformError = (e as Error).message;

@@ -4,7 +4,6 @@ import { Prisma } from '../generated/prisma/client.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
-import type { EventContext } from '../routing/rules.ts';
 import { getWebhook } from './get-webhook.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -72,14 +71,24 @@ export async function setTransform(rt: Rt, projectId: string, webhookId: string,
 }
 
 /**
- * Runs a stored transform. The expression's input is the event body (parsed JSON where
- * it parses, else its text); `$channel`, `$method`, `$path`, `$query`, `$headers` and
- * `$contentType` are bound. The result is sent as JSON (`null` when it yields nothing).
+ * Runs a stored transform over an event payload, as the delivery engine and test-delivery
+ * both do: the expression's input is the payload parsed as JSON (a payload that is not
+ * JSON fails), and its result is sent as JSON (`null` when it yields nothing).
  */
-export async function applyTransform(transform: unknown, context: EventContext): Promise<{ body: Buffer; contentType: string; value: unknown }> {
+export async function applyTransform(transform: unknown, payload: Buffer): Promise<{ body: Buffer; contentType: string; value: unknown }> {
   const t = transform as Transform;
-  if (t?.kind !== 'jsonata') throw new Error(`unsupported transform kind ${String((t as any)?.kind)}`);
-  const { body, ...bindings } = context;
-  const value = (await compile(t.expression).evaluate(body, bindings)) ?? null;
+  if (t?.kind !== 'jsonata') throw new Error(`transform failed: unsupported kind ${String((t as { kind?: unknown })?.kind)}`);
+  let input: unknown;
+  try {
+    input = JSON.parse(payload.toString('utf8'));
+  } catch {
+    throw new Error('transform failed: the payload is not JSON');
+  }
+  let value: unknown;
+  try {
+    value = (await compile(t.expression).evaluate(input)) ?? null;
+  } catch (err) {
+    throw new Error(`transform failed: ${(err as Error).message}`);
+  }
   return { body: Buffer.from(JSON.stringify(value)), contentType: 'application/json', value };
 }

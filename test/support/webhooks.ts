@@ -14,17 +14,18 @@ export async function ingest(
   publicId: string,
   opts: { body?: string | Buffer; headers?: Record<string, string>; method?: string; path?: string } = {},
 ) {
+  const body = opts.body ?? '{"hello":"world"}';
   const res = await fetch(`${app.url}/i/${publicId}${opts.path ?? ''}`, {
     method: opts.method ?? 'POST',
     headers: { 'content-type': 'application/json', ...opts.headers },
-    body: opts.method === 'GET' || opts.method === 'HEAD' ? undefined : (opts.body ?? '{"hello":"world"}'),
+    body: opts.method === 'GET' || opts.method === 'HEAD' ? undefined : typeof body === 'string' ? body : new Uint8Array(body),
   });
   const text = await res.text();
-  let body: any = text;
+  let parsed: any = text;
   try {
-    body = text ? JSON.parse(text) : null;
+    parsed = text ? JSON.parse(text) : null;
   } catch {
     /* not JSON */
   }
-  return { status: res.status, body, headers: res.headers };
+  return { status: res.status, body: parsed, headers: res.headers };
 }
