@@ -7,7 +7,7 @@ import { TIER_QUOTAS } from '../projects/tiers.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
 import type { Tier } from '../config.ts';
-import type { IngestTarget } from './find-ingest-target.ts';
+import { beginAndFindIngestTarget, PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 
 /** An inbound event as a channel (HTTP, form, email, schedule) received it. */
 export interface InboundEvent {
@@ -27,8 +27,8 @@ export interface AcceptedEvent {
   status: 'queued' | 'scheduled';
 }
 
-// The event row is written only while the webhook is still active at commit time, so a
-// pause or archive that lands after the lookup wins without another round trip.
+// The event row is written only while the webhook is still active, so a pause or archive
+// committed since the lookup wins without another round trip.
 const INSERT_EVENT = {
   name: 'ingest_insert_event',
   text: `
@@ -57,18 +57,30 @@ export function routeInbound(target: IngestTarget, event: InboundEvent) {
 }
 
 /**
- * Accepts an authenticated event: routes it, checks quotas, and in ONE transaction
- * stores the event and queues its delivery (row + job). Resolves only after commit.
+ * Decides, from the webhook as read inside the ingest transaction, whether the request
+ * gets in (authentication 401, validation 400, state 409, in the contract's order) and
+ * when its delivery runs (null: now). Throws to refuse.
  */
-export async function acceptEvent(rt: Runtime, target: IngestTarget, event: InboundEvent, runAt: Date | null): Promise<AcceptedEvent> {
-  const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
-  const eventId = newId('evt');
-  const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
-  const payloadExpiresAt = new Date(retainFrom + payloadRetentionSeconds(target) * 1000);
+export type Admission = (target: IngestTarget) => Date | null;
 
+/**
+ * Accepts an event for the webhook `publicId`: in ONE transaction it reads the webhook
+ * (404 when unknown or archived), admits the request, routes it, checks quotas, stores
+ * the event and queues its delivery (row + job). Resolves only after commit. The happy
+ * path is four round trips: BEGIN+lookup, event, delivery+job, COMMIT.
+ */
+export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
+  if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const client = await rt.db.pool.connect();
   try {
-    await client.query('BEGIN');
+    const target = await beginAndFindIngestTarget(client, publicId);
+    if (!target || target.status === 'archived') throw new NotFound('webhook');
+    const runAt = admit(target);
+    const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
+    const eventId = newId('evt');
+    const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
+    const payloadExpiresAt = new Date(retainFrom + payloadRetentionSeconds(target) * 1000);
+
     await enforceIngestQuotas(rt, client, {
       project: target.project,
       webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides },

@@ -3,10 +3,10 @@ import { InvalidRequest, MethodNotAllowed, NotFound, WebhookPaused } from '../er
 import { readBody } from '../http/body.ts';
 import { sendError, sendJson } from '../http/respond.ts';
 import type { Runtime } from '../runtime.ts';
-import { acceptEvent } from './accept-event.ts';
+import { acceptEvent, type Admission } from './accept-event.ts';
 import { hasStandardSignature, presentedSecret, producerUnauthorized, secretMatches, signatureMatches } from './authenticate-producer.ts';
 import { DELIVER_AT_HEADER, parseDeliverAt } from './deliver-at.ts';
-import { findIngestTarget, type IngestTarget } from './find-ingest-target.ts';
+import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 
 export const INGEST_BODY_LIMIT = 10 * 1024 * 1024;
 const PREFIX = '/i/';
@@ -30,56 +30,53 @@ function eventQuery(params: URLSearchParams): Record<string, string | string[]> 
   return out;
 }
 
-/** Header-only checks, in the contract's order after authentication: validation (400), then state (409). */
+/** When the delivery runs: `x-service-deliver-at` (400 when malformed or on strict_fifo), else the webhook's default delay. */
 function scheduleFor(target: IngestTarget, headers: IncomingHttpHeaders): Date | null {
   const raw = headers[DELIVER_AT_HEADER];
   if (typeof raw === 'string') {
     if (target.deliveryMode === 'strict_fifo') {
       throw new InvalidRequest(`${DELIVER_AT_HEADER} cannot be used on a strict_fifo webhook.`, DELIVER_AT_HEADER);
     }
-    const at = parseDeliverAt(raw);
-    if (target.status === 'paused') throw new WebhookPaused();
-    return at;
+    return parseDeliverAt(raw);
   }
-  if (target.status === 'paused') throw new WebhookPaused();
   return target.defaultDelaySeconds ? new Date(Date.now() + target.defaultDelaySeconds * 1000) : null;
 }
 
 /**
- * `/i/{publicId}[/path]`: HTTP ingest. Any method but GET. The producer shows the
- * ingest secret or signs the request (Standard Webhooks); unknown or archived webhooks
+ * The producer shows the ingest secret (`Authorization: Bearer` or `x-webhook-secret`) or
+ * signs the request the Standard Webhooks way; any valid version of the ingest secret
+ * counts. Then validation (400) and state (409), in the contract's order.
+ */
+function admitHttp(req: IncomingMessage, body: Buffer): Admission {
+  return (target) => {
+    const secret = presentedSecret(req.headers);
+    const authenticated =
+      secret !== undefined ? secretMatches(secret, target.ingestSecrets) : hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets);
+    if (!authenticated) throw producerUnauthorized();
+    const runAt = scheduleFor(target, req.headers);
+    if (target.status === 'paused') throw new WebhookPaused();
+    return runAt;
+  };
+}
+
+/**
+ * `/i/{publicId}[/path]`: HTTP ingest. Any method but GET. Unknown or archived webhooks
  * are 404, paused ones 409. Answers 202 once the event and its delivery are committed.
+ * The body (at most 10 MB, refused while streaming) is read before the webhook is looked
+ * up, so the lookup can open the transaction in the same round trip.
  */
 export function createHttpIngestHandler(rt: Runtime) {
   return async function handleHttpIngest(req: IncomingMessage, res: ServerResponse, url: URL) {
     try {
+      if (req.method === 'GET' || req.method === 'HEAD') throw new MethodNotAllowed(['POST', 'PUT', 'PATCH', 'DELETE']);
       const rest = url.pathname.slice(PREFIX.length);
       const slash = rest.indexOf('/');
       const publicId = slash === -1 ? rest : rest.slice(0, slash);
-      if (req.method === 'GET' || req.method === 'HEAD') throw new MethodNotAllowed(['POST', 'PUT', 'PATCH', 'DELETE']);
-      if (!publicId) throw new NotFound('webhook');
-
-      const target = await findIngestTarget(rt.db.pool, publicId);
-      if (!target || target.status === 'archived') throw new NotFound('webhook');
-
-      // A shown secret is checked before the body is read; a signature needs the body.
-      const secret = presentedSecret(req.headers);
-      let runAt: Date | null = null;
-      let body: Buffer;
-      if (secret !== undefined) {
-        if (!secretMatches(secret, target.ingestSecrets)) throw producerUnauthorized();
-        runAt = scheduleFor(target, req.headers);
-        body = await readBody(req, INGEST_BODY_LIMIT);
-      } else {
-        if (!hasStandardSignature(req.headers)) throw producerUnauthorized();
-        body = await readBody(req, INGEST_BODY_LIMIT);
-        if (!signatureMatches(body, req.headers, target.ingestSecrets)) throw producerUnauthorized();
-        runAt = scheduleFor(target, req.headers);
-      }
-
+      if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
+      const body = await readBody(req, INGEST_BODY_LIMIT);
       const accepted = await acceptEvent(
         rt,
-        target,
+        publicId,
         {
           channel: 'http',
           method: req.method ?? 'POST',
@@ -89,7 +86,7 @@ export function createHttpIngestHandler(rt: Runtime) {
           contentType: req.headers['content-type'] ?? null,
           body,
         },
-        runAt,
+        admitHttp(req, body),
       );
       sendJson(res, 202, accepted);
     } catch (err) {
