@@ -62,6 +62,20 @@ describe('creating a webhook', () => {
     expect(decryptSecret(rows[1].secretEnc)).toBe(wh.signingSecret);
   });
 
+  it('works the same over GraphQL; only CreatedWebhook has secret fields', async () => {
+    const created = await app.api(free, 'POST', '/graphql', {
+      query: 'mutation { createWebhook(name: "gql", url: "https://example.com/g", maxInFlight: 5) { id status maxInFlight ingestSecret signingSecret retryPolicy { maxAttempts } } }',
+    });
+    const wh = created.body.data.createWebhook;
+    expect(wh).toMatchObject({ status: 'active', maxInFlight: 5, retryPolicy: { maxAttempts: 6 } });
+    expect(wh.ingestSecret).toMatch(SECRET);
+    const refused = await app.api(free, 'POST', '/graphql', { query: `{ webhook(id: "${wh.id}") { id ingestSecret } }` });
+    expect(refused.body.data).toBeUndefined();
+    expect(refused.body.errors[0].message).toContain('ingestSecret');
+    const bad = await app.api(free, 'POST', '/graphql', { query: 'mutation { createWebhook(url: "https://example.com", timeoutMs: 5) { id } }' });
+    expect(bad.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', param: 'timeoutMs' });
+  });
+
   it('fills left-out retry policy fields with the defaults', async () => {
     const wh = await createWebhook(app, starter, { retryPolicy: { maxAttempts: 3, backoff: 'linear' } });
     expect(wh.retryPolicy).toEqual({ maxAttempts: 3, backoff: 'linear', initialDelayMs: 5000, maxDelayMs: 3600000, jitter: true, retryOn: ['408', '429', '5xx', 'network', 'timeout'] });
