@@ -14,4 +14,15 @@ export interface RestRoute {
 export const REST_ROUTES: RestRoute[] = [
   // projects
   { method: 'GET', path: '/project', field: 'Query.project' },
+  // conversations (spec/conversation-service.md): Stripe-style, every success is 200
+  { method: 'GET', path: '/contacts', field: 'Query.contacts' },
+  { method: 'POST', path: '/contacts', field: 'Mutation.createContact' },
+  { method: 'GET', path: '/contacts/:id', field: 'Query.contact' },
+  { method: 'PUT', path: '/contacts/:id', field: 'Mutation.updateContact' },
+  { method: 'DELETE', path: '/contacts/:id', field: 'Mutation.deleteContact' },
+  { method: 'GET', path: '/messages', field: 'Query.messages' },
+  { method: 'POST', path: '/messages', field: 'Mutation.sendMessage' },
+  { method: 'GET', path: '/messages/:id', field: 'Query.message' },
+  { method: 'PUT', path: '/messages/:id', field: 'Mutation.updateMessage' },
+  { method: 'DELETE', path: '/messages/:id', field: 'Mutation.deleteMessage' },
 ];
