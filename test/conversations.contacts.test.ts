@@ -97,6 +97,14 @@ describe('contacts over REST', () => {
     expect(form.body.error).toMatchObject({ code: 'invalid_request', param: 'phone_number' });
   });
 
+  it('documents the conversation routes in the OpenAPI document', async () => {
+    const doc = (await app.api(null, 'GET', '/v1/openapi.json')).body;
+    expect(Object.keys(doc.paths['/v1/contacts']).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(doc.paths['/v1/contacts/{id}']).sort()).toEqual(['delete', 'get', 'put']);
+    expect(Object.keys(doc.paths['/v1/messages']).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(doc.paths['/v1/messages/{id}']).sort()).toEqual(['delete', 'get', 'put']);
+  });
+
   it("answers 404 for another project's contact, on every route", async () => {
     const mine = (await app.api(key, 'POST', '/v1/contacts', { username: 'eve', phone_number: '5' })).body;
     const { apiKey: otherKey } = await app.project('free', 'other');

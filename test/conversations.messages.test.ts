@@ -30,6 +30,7 @@ async function send(conversationId: string, message = 'hello', extra: Record<str
 describe('sending messages', () => {
   it("answers the spec shape, embeds the conversation's contact and moves its last_active_at to the message's created_at", async () => {
     const contact = await newContact();
+    const before = Math.floor(Date.now() / 1000);
     const res = await app.api(key, 'POST', '/v1/messages', {
       conversation_id: contact.conversation_id,
       message: 'hello',
@@ -50,6 +51,8 @@ describe('sending messages', () => {
       contact: { id: contact.id, username: 'ana', phone_number: '+15550100', avatar_url: 'https://img.test/a.png', created_at: contact.created_at },
     });
     expect(Number.isInteger(m.created_at)).toBe(true);
+    expect(m.created_at).toBeGreaterThanOrEqual(before);
+    expect(m.created_at).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
     expect(m.contact.last_active_at).toBe(m.created_at);
 
     const after = (await app.api(key, 'GET', `/v1/contacts/${contact.id}`)).body;

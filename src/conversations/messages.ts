@@ -30,35 +30,31 @@ export interface SendMessageInput {
 /**
  * Adds a message to a conversation. The message takes the conversation's contact, and that
  * contact's last_active_at becomes the message's created_at (never moving backwards when
- * messages race), in one transaction.
+ * messages race). One statement does both writes, so they commit together; the answer is then
+ * read with the contact.
  */
 export async function sendMessage(rt: Rt, projectId: string, input: SendMessageInput, query?: MessageQuery): Promise<MessageRow> {
   const conversationId = text(input.conversation_id, 'conversation_id', { required: true, max: 255 })!;
   const body = text(input.message, 'message', { required: true, max: MAX_MESSAGE_LENGTH })!;
   const attachments = parseAttachments(input.attachments);
-  const row = await rt.db.prisma.$transaction(async (tx) => {
-    const conversation = await tx.conversation.findFirst({ where: { id: conversationId, projectId }, select: { id: true, contactId: true } });
-    if (!conversation) throw conversationNotFound(conversationId);
-    const now = new Date();
-    await tx.contact.updateMany({
-      where: { id: conversation.contactId, OR: [{ lastActiveAt: null }, { lastActiveAt: { lt: now } }] },
-      data: { lastActiveAt: now },
-    });
-    return tx.message.create({
-      data: {
-        id: newId('msg'),
-        projectId,
-        conversationId: conversation.id,
-        contactId: conversation.contactId,
-        body,
-        attachments: attachments as unknown as Prisma.InputJsonValue,
-        createdAt: now,
-      },
-      include: includeWith(query),
-    });
-  });
-  await publishMessage(rt, 'created', row as MessageRow);
-  return row as MessageRow;
+  const id = newId('msg');
+  // Columns are UTC wall time (timestamp without time zone); the ISO string's zone is dropped by the cast.
+  const now = new Date().toISOString();
+  const inserted = await rt.db.prisma.$queryRaw<Array<{ id: string }>>`
+    WITH conversation AS (
+      SELECT id, contact_id FROM conversations WHERE id = ${conversationId} AND project_id = ${projectId}
+    ), touched AS (
+      UPDATE contacts SET last_active_at = ${now}::timestamp(3)
+      WHERE id = (SELECT contact_id FROM conversation) AND (last_active_at IS NULL OR last_active_at < ${now}::timestamp(3))
+    )
+    INSERT INTO messages (id, project_id, conversation_id, contact_id, body, reactions, attachments, created_at)
+    SELECT ${id}, ${projectId}, id, contact_id, ${body}, '[]'::jsonb, ${JSON.stringify(attachments)}::jsonb, ${now}::timestamp(3)
+    FROM conversation
+    RETURNING id`;
+  if (inserted.length === 0) throw conversationNotFound(conversationId);
+  const row = (await rt.db.prisma.message.findUniqueOrThrow({ where: { id }, include: includeWith(query) })) as MessageRow;
+  await publishMessage(rt, 'created', row);
+  return row;
 }
 
 export async function getMessage(rt: Pick<Runtime, 'db'>, projectId: string, id: string, query?: MessageQuery): Promise<MessageRow> {
