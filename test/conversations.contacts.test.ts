@@ -103,6 +103,7 @@ describe('contacts over REST', () => {
     expect(Object.keys(doc.paths['/v1/contacts/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     expect(Object.keys(doc.paths['/v1/messages']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/v1/messages/{id}']).sort()).toEqual(['delete', 'get', 'put']);
+    expect(doc.components.schemas.Contact.properties.created_at).toMatchObject({ type: 'integer' });
   });
 
   it("answers 404 for another project's contact, on every route", async () => {

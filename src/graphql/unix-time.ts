@@ -19,6 +19,8 @@ function fromSeconds(value: unknown): Date {
 export const UnixTimeResolver = new GraphQLScalarType<Date, number>({
   name: 'UnixTime',
   description: 'Integer Unix time in seconds.',
+  // How SOFA documents it in /v1/openapi.json.
+  extensions: { jsonSchema: { type: 'integer', format: 'int64', description: 'Unix time in seconds' } },
   serialize: toSeconds,
   parseValue: fromSeconds,
   parseLiteral(ast) {
