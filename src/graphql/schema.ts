@@ -1,6 +1,7 @@
 import { GraphQLSchema, lexicographicSortSchema, type GraphQLObjectType } from 'graphql';
 import { builder } from './builder.ts';
 import '../projects/graphql.ts';
+import '../deliveries/graphql.ts';
 import '../conversations/graphql.ts';
 
 const built = builder.toSchema().toConfig();
