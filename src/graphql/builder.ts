@@ -5,6 +5,7 @@ import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type PrismaTypes from '../generated/pothos-types.ts';
 import { getDatamodel } from '../generated/pothos-types.ts';
 import type { Runtime } from '../runtime.ts';
+import { UnixTimeResolver } from './unix-time.ts';
 
 export interface Auth {
   projectId: string;
@@ -24,6 +25,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     JSON: { Input: unknown; Output: unknown };
     DateTime: { Input: Date; Output: Date | string };
+    UnixTime: { Input: Date; Output: Date | string };
   };
 }>({
   plugins: [PrismaPlugin, RelayPlugin],
@@ -41,6 +43,7 @@ export const builder = new SchemaBuilder<{
 
 builder.addScalarType('JSON', JSONResolver);
 builder.addScalarType('DateTime', DateTimeResolver);
+builder.addScalarType('UnixTime', UnixTimeResolver);
 builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});

@@ -2,6 +2,7 @@ import { GraphQLSchema, lexicographicSortSchema, type GraphQLObjectType } from '
 import { builder } from './builder.ts';
 import '../projects/graphql.ts';
 import '../deliveries/graphql.ts';
+import '../conversations/graphql.ts';
 
 const built = builder.toSchema().toConfig();
 // Root types are declared once in the builder; a root type no domain has filled yet is left out.
