@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { filterSchema } from '@graphql-tools/utils';
-import { GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { execute, GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
 import { MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
@@ -59,7 +59,14 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     schema: restSchema,
     depthLimit: 3,
     routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
-    context: (serverContext: any): GraphQLContext => ({ rt, auth: serverContext.auth }),
+    context: (serverContext: any): GraphQLContext & { explicitNulls?: Record<string, null> } => ({
+      rt,
+      auth: serverContext.auth,
+      explicitNulls: serverContext.explicitNulls,
+    }),
+    // SOFA drops null arguments; a body's explicit null ("remove this setting") must reach the field.
+    execute: (args: Parameters<typeof execute>[0]) =>
+      execute({ ...args, variableValues: { ...args.variableValues, ...(args.contextValue as any)?.explicitNulls } }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
       if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
@@ -110,7 +117,8 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
         forwardUrl.search = qs.stringify(variables);
         return await sendFetchResponse(res, await sofa.fetch(new Request(forwardUrl, { method: r.method }), { auth }));
       }
-      return await sendFetchResponse(res, await sofa.fetch(request, { auth }));
+      const explicitNulls = Object.fromEntries(Object.entries(variables).filter(([, v]) => v === null));
+      return await sendFetchResponse(res, await sofa.fetch(request, { auth, explicitNulls }));
     } catch (err) {
       sendError(res, err);
     }
