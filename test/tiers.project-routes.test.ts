@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforceReplayQuota } from '../src/projects/quotas.ts';
 import { TIER_QUOTAS } from '../src/projects/tiers.ts';
 import { createWebhookRow, simulateIngest } from './support/quota-fixtures.ts';
-import { startTestApp, type TestApp } from './support/app.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -134,6 +134,10 @@ describe('API keys', () => {
       for (const h of hashes) expect(text).not.toContain(h);
       expect(Object.keys(page.body.items[0]).sort()).toEqual(['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt']);
     }
+
+    // The key in use shows when it was last used (to the minute).
+    const used = await waitFor(async () => (await app.api(apiKey, 'GET', '/v1/project/api-keys')).body.items.find((k: any) => k.name === 'default').lastUsedAt, 5000);
+    expect(Math.abs(Date.parse(used) - Date.now())).toBeLessThan(120_000);
 
     expect((await app.api(apiKey, 'GET', '/v1/project/api-keys?limit=x')).body.error.code).toBe('invalid_limit');
     expect((await app.api(apiKey, 'GET', '/v1/project/api-keys?cursor=forged.cursor')).body.error.code).toBe('invalid_cursor');

@@ -115,11 +115,14 @@ export async function authenticate(rt: Rt, authorization: string | undefined | n
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) throw new Unauthorized();
   // A hash lookup: the comparison happens inside the unique index, on a digest the caller cannot steer.
-  const { rows } = await rt.db.pool.query<{ id: string; project_id: string }>(
-    'SELECT id, project_id FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+  const { rows } = await rt.db.pool.query<{ id: string; project_id: string; stale: boolean }>(
+    `SELECT id, project_id, (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale
+     FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`,
     [sha256Hex(m[1])],
   );
   if (rows.length === 0) throw new Unauthorized('The API key is unknown or revoked.');
+  // lastUsedAt to the minute: one write per key per minute, off the request's path.
+  if (rows[0].stale) rt.db.pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [rows[0].id]).catch(() => {});
   return { projectId: rows[0].project_id, apiKeyId: rows[0].id };
 }
 
