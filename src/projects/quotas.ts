@@ -100,10 +100,10 @@ type Queryable = pg.PoolClient | pg.Pool;
 
 /**
  * Serialises quota checks of one project (or webhook) until the caller's transaction ends.
- * Only meaningful inside a transaction; a bare pool has none to hold it.
+ * Without a transaction (no client) there is nothing to hold it.
  */
-async function lockQuotaScope(client: Queryable, scope: string): Promise<void> {
-  if (!('release' in client)) return;
+async function lockQuotaScope(client: pg.PoolClient | null, scope: string): Promise<void> {
+  if (!client) return;
   await client.query({ name: 'quota_lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 727003))', values: [scope] });
 }
 
@@ -166,13 +166,13 @@ export async function enforceIngestQuotas(rt: Runtime, client: pg.PoolClient | n
   const overrides = webhookOverrides(webhook);
   const wq = webhookQuotas(project, webhook);
   const scope = exactScope(project, webhook, pq, wq);
-  if (scope) await lockQuotaScope(db, scope);
+  if (scope) await lockQuotaScope(client, scope);
 
   const rateKeys = [`ingest:p:${project.id}`];
   if (overrides.ingest_rate !== undefined) rateKeys.push(`ingest:w:${webhook.id}`);
   const { rows } = await db.query({ name: 'ingest_quota', text: INGEST_QUOTA_SQL, values: [project.id, webhook.id, rateKeys] });
   const r = rows[0];
-  const bytes = Math.max(0, input.bodyBytes | 0);
+  const bytes = Math.max(0, Math.floor(input.bodyBytes));
 
   const checks: Check[] = [{ quota: 'ingest_rate', scope: 'project', limit: pq.ingest_rate, current: r.project_rate, delta: 1, retryAfterSec: 1 }];
   if (overrides.ingest_rate !== undefined) {
@@ -252,7 +252,7 @@ export async function enforceReplayQuota(rt: Runtime, client: pg.PoolClient | nu
   const count = Math.max(0, Math.floor(input.count));
   if (count === 0) return;
   const db: Queryable = client ?? rt.db.pool;
-  await lockQuotaScope(db, `project:${project.id}`);
+  await lockQuotaScope(client, `project:${project.id}`);
   const pq = projectQuotas(project);
   const overrides = webhook ? webhookOverrides(webhook) : {};
   const wq = webhook ? webhookQuotas(project, webhook) : pq;
@@ -314,7 +314,7 @@ export async function enforceFileStorageQuota(rt: Runtime, client: pg.PoolClient
   const { project, webhook } = input;
   const bytes = Math.max(0, Math.floor(input.bytes));
   const db: Queryable = client ?? rt.db.pool;
-  await lockQuotaScope(db, `project:${project.id}`);
+  await lockQuotaScope(client, `project:${project.id}`);
   const pq = projectQuotas(project);
   const { rows } = await db.query({
     name: 'file_storage_usage',
