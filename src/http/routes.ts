@@ -22,4 +22,17 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'GET', path: '/project/audit-logs', field: 'Query.auditLogs' },
   { method: 'GET', path: '/webhooks/:id/quota-overrides', field: 'Query.webhookQuotaOverrides' },
   { method: 'PUT', path: '/webhooks/:id/quota-overrides', field: 'Mutation.setWebhookQuotaOverrides' },
+
+  // deliveries, replay, DLQ
+  { method: 'GET', path: '/deliveries', field: 'Query.deliveries' },
+  { method: 'GET', path: '/deliveries/:id', field: 'Query.delivery' },
+  { method: 'GET', path: '/deliveries/:id/attempts', field: 'Query.deliveryAttempts' },
+  { method: 'POST', path: '/deliveries/:id/replay', field: 'Mutation.replayDelivery', status: 202 },
+  { method: 'GET', path: '/deliveries/:id/replay-jobs', field: 'Query.deliveryReplayJobs' },
+  { method: 'GET', path: '/webhooks/:id/deliveries', field: 'Query.webhookDeliveries' },
+  { method: 'POST', path: '/replay-jobs', field: 'Mutation.createReplayJob', status: 202 },
+  { method: 'GET', path: '/dlq', field: 'Query.dlq' },
+  { method: 'GET', path: '/dlq/export', field: 'Query.dlqExport' },
+  { method: 'POST', path: '/dlq/redrive', field: 'Mutation.redriveDlq', status: 202 },
+  { method: 'POST', path: '/dlq/:id/redrive', field: 'Mutation.redriveDlqEntry', status: 202 },
 ];

@@ -92,11 +92,14 @@ export async function revokeApiKey(rt: Rt, projectId: string, keyId: string, act
   const key = await rt.db.prisma.apiKey.findFirst({ where: { id: keyId, projectId } });
   if (!key) throw new NotFound('API key', keyId);
   if (key.revokedAt) return key;
-  return rt.db.prisma.$transaction(async (tx) => {
-    const revoked = await tx.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+  const revoked = await rt.db.prisma.$transaction(async (tx) => {
+    const updated = await tx.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
     await recordAudit(tx, { projectId, actor, action: 'api_key.revoked', targetType: 'api_key', targetId: key.id, data: {} });
-    return revoked;
+    return updated;
   });
+  forgetCachedKeys(rt);
+  await rt.db.pool.query('SELECT pg_notify($1, $2)', ['app_events', JSON.stringify({ t: API_KEYS_TOPIC, p: { id: key.id } })]);
+  return revoked;
 }
 
 export async function listApiKeys(rt: Rt, projectId: string) {
@@ -110,20 +113,46 @@ export async function listApiKeysPage(rt: Rt, projectId: string, req: PageReques
   );
 }
 
-/** Resolves `Authorization: Bearer <key>` to the key's project. 401 when missing, unknown or revoked. */
+const AUTH_CACHE_TTL_MS = 10_000;
+export const API_KEYS_TOPIC = 'api-keys:revoked';
+const authCaches = new WeakMap<object, Map<string, { auth: Auth; until: number }>>();
+
+function authCache(rt: Rt) {
+  let cache = authCaches.get(rt.db);
+  if (!cache) authCaches.set(rt.db, (cache = new Map()));
+  return cache;
+}
+
+/** Drops cached key lookups; every API process does this when any key is revoked (NOTIFY). */
+export function forgetCachedKeys(rt: Rt) {
+  authCache(rt).clear();
+}
+
+/**
+ * Resolves `Authorization: Bearer <key>` to the key's project. 401 when missing, unknown or
+ * revoked. Lookups are cached for a few seconds per process; a revocation is broadcast to
+ * every process (see revokeApiKey) so it takes effect at once.
+ */
 export async function authenticate(rt: Rt, authorization: string | undefined | null): Promise<Auth> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) throw new Unauthorized();
+  const hash = sha256Hex(m[1]);
+  const cache = authCache(rt);
+  const hit = cache.get(hash);
+  if (hit && hit.until > Date.now()) return hit.auth;
   // A hash lookup: the comparison happens inside the unique index, on a digest the caller cannot steer.
   const { rows } = await rt.db.pool.query<{ id: string; project_id: string; stale: boolean }>(
     `SELECT id, project_id, (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale
      FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`,
-    [sha256Hex(m[1])],
+    [hash],
   );
   if (rows.length === 0) throw new Unauthorized('The API key is unknown or revoked.');
-  // lastUsedAt to the minute: one write per key per minute, off the request's path.
+  // lastUsedAt to the minute: one write per key per minute at most, off the request's path.
   if (rows[0].stale) rt.db.pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [rows[0].id]).catch(() => {});
-  return { projectId: rows[0].project_id, apiKeyId: rows[0].id };
+  const auth = { projectId: rows[0].project_id, apiKeyId: rows[0].id };
+  if (cache.size > 10_000) cache.clear();
+  cache.set(hash, { auth, until: Date.now() + AUTH_CACHE_TTL_MS });
+  return auth;
 }
 
 /** On an empty database, creates the `default` project and returns its key (printed once by the caller). */

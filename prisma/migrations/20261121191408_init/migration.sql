@@ -185,6 +185,7 @@ CREATE TABLE "deliveries" (
     "replay_of_id" TEXT,
     "replay_job_id" TEXT,
     "lease_until" TIMESTAMP(3),
+    "throttle_slot_at" TIMESTAMP(3),
     "created_at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "completed_at" TIMESTAMP(3),

@@ -1,0 +1,48 @@
+// `npm run bench -- [--only a,b] [--duration S] [--connections N] [--warmup S] [--list]`
+import { parseArgs } from 'node:util';
+import type { LoadSettings } from './scenario.ts';
+
+export interface BenchOptions {
+  settings: LoadSettings;
+  only?: string[];
+  list: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+  --only a,b         run only these scenarios (the two baselines always run)
+  --duration S       measured seconds per figure (default 10)
+  --connections N    concurrent connections (default 50)
+  --warmup S         unmeasured seconds of load before each figure (default 2)
+  --list             list the scenarios and exit
+DATABASE_URL: use this PostgreSQL server (a fresh database is created and dropped); otherwise an embedded one.
+`;
+
+function integer(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}`);
+  return n;
+}
+
+export function parseOptions(argv: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      only: { type: 'string' },
+      duration: { type: 'string' },
+      connections: { type: 'string' },
+      warmup: { type: 'string' },
+      list: { type: 'boolean', default: false },
+    },
+  });
+  const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
+  return {
+    settings: {
+      duration: integer('duration', values.duration, 10, 1, 600),
+      connections: integer('connections', values.connections, 50, 1, 1000),
+      warmup: integer('warmup', values.warmup, 2, 0, 60),
+    },
+    only: only?.length ? only : undefined,
+    list: values.list ?? false,
+  };
+}

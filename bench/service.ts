@@ -1,0 +1,65 @@
+// The service under test, as separate processes: `src/main.ts` (API + job runner) on the
+// run's database, and its project created through the admin CLI.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { freePort } from '../src/db/embedded.ts';
+import { REPO_ROOT, startTsProcess, waitForHttp } from './processes.ts';
+
+export interface RunningService {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export interface BenchProject {
+  projectId: string;
+  apiKey: string;
+}
+
+export async function startService(databaseUrl: string, dataDir: string): Promise<RunningService> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = startTsProcess('src/main.ts', {
+    label: 'service (src/main.ts)',
+    env: {
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: url,
+      SMTP_PORT: String(await freePort()),
+      DATA_DIR: dataDir,
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      DEFAULT_TIER: 'enterprise',
+      // Scenarios deliver to receivers on loopback.
+      ALLOW_PRIVATE_DESTINATIONS: 'true',
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+    },
+  });
+  const stop = () => proc.stop(10_000);
+  try {
+    await waitForHttp(`${url}/readyz`, proc, 60_000);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { url, pid: proc.child.pid!, stop };
+}
+
+/** `npm run cli -- project create --name bench --tier enterprise`: enterprise, so quotas never throttle the load. */
+export async function createBenchProject(databaseUrl: string): Promise<BenchProject> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'project', 'create', '--name', 'bench', '--tier', 'enterprise'],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_TO_STDERR: 'true', LOG_LEVEL: 'warn' },
+      timeout: 60_000,
+    },
+  );
+  const out = JSON.parse(stdout.trim().split('\n').pop()!);
+  if (!out?.project?.id || !out?.apiKey) throw new Error(`unexpected CLI answer: ${stdout}`);
+  return { projectId: out.project.id, apiKey: out.apiKey };
+}

@@ -1,0 +1,157 @@
+import type pg from 'pg';
+import { ATTEMPT_TASK } from './enqueue.ts';
+import { deliveryView } from './dto.ts';
+import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
+
+/** Extra time on top of the webhook's timeout before an attempt counts as lost (runner died). */
+export const LEASE_MARGIN_MS = 15_000;
+/** How long a delivery that found its webhook at maxInFlight waits before trying again. */
+const IN_FLIGHT_RETRY_MS = 100;
+
+export interface ClaimedDelivery {
+  row: any;
+  attempt: number;
+  /** Bytes to send and their headers: the dispatch snapshot, or the source event's payload. */
+  body: Buffer | null;
+  contentType: string | null;
+  dispatchHeaders: Record<string, string> | null;
+  hasDispatch: boolean;
+  eventHeaders: Record<string, string>;
+  signingSecretsEnc: string[];
+  webhook: {
+    status: string;
+    deliveryMode: string;
+    maxInFlight: number;
+    timeoutMs: number;
+    retryPolicy: unknown;
+    customHeaders: Record<string, string>;
+    throttleRatePerSecond: number | null;
+    transform: any;
+  };
+  /** The previous attempt was lost with its runner; it is recorded before this one. */
+  lostPrevious: boolean;
+}
+
+export type ClaimOutcome =
+  | { kind: 'claimed'; claim: ClaimedDelivery }
+  | { kind: 'skip'; reason: string }
+  | { kind: 'later'; runAt: Date; reason: string };
+
+const SELECT_FOR_CLAIM = `
+SELECT d.*, COALESCE(d.dispatch_body, e.body) AS payload, d.dispatch_body IS NOT NULL AS has_dispatch,
+       COALESCE(d.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers,
+       w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy, w.custom_headers,
+       w.throttle_rate_per_second, w.transform,
+       (SELECT array_agg(s.secret_enc ORDER BY s.version DESC) FROM webhook_secrets s
+         WHERE s.webhook_id = d.webhook_id AND s.kind = 'signing' AND (s.expires_at IS NULL OR s.expires_at > now())) AS signing_secrets,
+       (now() AT TIME ZONE 'UTC') AS db_now
+  FROM deliveries d
+  JOIN webhooks w ON w.id = d.webhook_id
+  JOIN events e ON e.id = d.event_id
+ WHERE d.id = $1
+   FOR UPDATE OF d`;
+
+/**
+ * Decides, under the delivery's row lock, whether this job may attempt the delivery now:
+ * terminal or already-running deliveries are skipped; a paused or archived webhook leaves
+ * it waiting; strict FIFO lets only the webhook's oldest unfinished delivery through;
+ * parallel mode admits at most maxInFlight running attempts per webhook; throttling hands
+ * out send slots. On success the delivery is `delivering` with a lease.
+ */
+export async function claimDelivery(client: pg.PoolClient, deliveryId: string): Promise<ClaimOutcome> {
+  const { rows } = await client.query(SELECT_FOR_CLAIM, [deliveryId]);
+  const d = rows[0];
+  if (!d) return { kind: 'skip', reason: 'no such delivery' };
+  const now: Date = d.db_now;
+  if (d.status === 'succeeded' || d.status === 'failed' || d.status === 'cancelled') return { kind: 'skip', reason: 'terminal' };
+  let lostPrevious = false;
+  if (d.status === 'delivering') {
+    if (d.lease_until && d.lease_until > now) return { kind: 'skip', reason: 'attempt in progress' };
+    lostPrevious = true;
+  }
+  if (d.webhook_status !== 'active') return { kind: 'skip', reason: `webhook ${d.webhook_status}` };
+  if (!lostPrevious && d.next_attempt_at && d.next_attempt_at.getTime() > now.getTime() + 20) {
+    return { kind: 'later', runAt: d.next_attempt_at, reason: 'not due' };
+  }
+
+  if (d.delivery_mode === 'strict_fifo') {
+    const head = await client.query(
+      `SELECT id FROM deliveries WHERE webhook_id = $1 AND status IN ('queued','scheduled','delivering','retrying') ORDER BY seq LIMIT 1`,
+      [d.webhook_id],
+    );
+    if (head.rows[0]?.id !== d.id) return { kind: 'skip', reason: 'not the FIFO head' };
+  } else {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 727))', [d.webhook_id]);
+    const inflight = await client.query(
+      `SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'delivering' AND lease_until > now() AND id <> $2`,
+      [d.webhook_id, d.id],
+    );
+    if (inflight.rows[0].n >= d.max_in_flight) {
+      return { kind: 'later', runAt: new Date(Date.now() + IN_FLIGHT_RETRY_MS + Math.random() * IN_FLIGHT_RETRY_MS), reason: 'maxInFlight reached' };
+    }
+  }
+
+  if (d.throttle_rate_per_second) {
+    const slot = d.throttle_slot_at as Date | null;
+    if (!slot || lostPrevious) {
+      const interval = 1000 / d.throttle_rate_per_second;
+      const taken = await client.query(
+        `UPDATE webhooks SET throttle_next_at = GREATEST(COALESCE(throttle_next_at, now()), now()) + make_interval(secs => $2::float8 / 1000)
+          WHERE id = $1 RETURNING throttle_next_at - make_interval(secs => $2::float8 / 1000) AS slot`,
+        [d.webhook_id, interval],
+      );
+      const mine: Date = taken.rows[0].slot;
+      if (mine.getTime() > now.getTime() + 5) {
+        await client.query('UPDATE deliveries SET throttle_slot_at = $2, next_attempt_at = $2, updated_at = now() WHERE id = $1', [d.id, mine]);
+        return { kind: 'later', runAt: mine, reason: 'throttled' };
+      }
+    } else if (slot.getTime() > now.getTime() + 20) {
+      return { kind: 'later', runAt: slot, reason: 'throttle slot not reached' };
+    }
+  }
+
+  const attempt = d.attempts + 1;
+  const leaseMs = d.timeout_ms + LEASE_MARGIN_MS;
+  const updated = await client.query(
+    `UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
+            next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
+      WHERE id = $1 RETURNING *`,
+    [d.id, attempt, leaseMs],
+  );
+  const row = updated.rows[0];
+  await client.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, deliveryNotification(deliveryView(row))]);
+  return {
+    kind: 'claimed',
+    claim: {
+      row,
+      attempt,
+      body: d.payload,
+      contentType: d.payload_content_type,
+      dispatchHeaders: d.dispatch_headers,
+      hasDispatch: d.has_dispatch,
+      eventHeaders: d.event_headers ?? {},
+      signingSecretsEnc: d.signing_secrets ?? [],
+      webhook: {
+        status: d.webhook_status,
+        deliveryMode: d.delivery_mode,
+        maxInFlight: d.max_in_flight,
+        timeoutMs: d.timeout_ms,
+        retryPolicy: d.retry_policy,
+        customHeaders: d.custom_headers ?? {},
+        throttleRatePerSecond: d.throttle_rate_per_second,
+        transform: d.transform,
+      },
+      lostPrevious,
+    },
+  };
+}
+
+/** Re-queues the delivery's job (a new job: the running one is locked and finishes now). */
+export async function requeueJob(client: pg.PoolClient | pg.Pool, deliveryId: string, runAt: Date) {
+  await client.query(`SELECT graphile_worker.add_job($1, json_build_object('deliveryId', $2::text), run_at := $3::timestamptz, job_key := $4, max_attempts := 25)`, [
+    ATTEMPT_TASK,
+    deliveryId,
+    runAt,
+    `del:${deliveryId}`,
+  ]);
+}

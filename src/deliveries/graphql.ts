@@ -1,0 +1,218 @@
+import { builder } from '../graphql/builder.ts';
+import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { publicDestination } from './dto.ts';
+import { deliveryTopic } from './publish.ts';
+import {
+  createBulkRedrive,
+  createBulkReplay,
+  exportDlq,
+  listDlq,
+  listReplayJobsOfDelivery,
+  redriveDlqEntry,
+  replayDelivery,
+} from './replay.ts';
+import { getDelivery, listDeliveries, listDeliveryAttempts, listWebhookDeliveries } from './service.ts';
+
+const LastAttempt = builder.objectRef<{ statusCode: number | null; durationMs: number | null; error: string | null }>('LastAttempt').implement({
+  fields: (t) => ({
+    statusCode: t.int({ nullable: true, resolve: (p) => p.statusCode ?? null }),
+    durationMs: t.int({ nullable: true, resolve: (p) => p.durationMs ?? null }),
+    error: t.string({ nullable: true, resolve: (p) => p.error ?? null }),
+  }),
+});
+
+// Rows from Prisma and change notifications (plain objects with the same camelCase names) both resolve here.
+export const DeliveryRef = builder.prismaObject('Delivery', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    webhookId: t.exposeString('webhookId'),
+    eventId: t.exposeString('eventId'),
+    status: t.exposeString('status'),
+    destination: t.field({ type: 'JSON', resolve: (d) => publicDestination(d.destination) }),
+    attempts: t.exposeInt('attempts'),
+    nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.nextAttemptAt ?? null }),
+    lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (d) => (d.lastAttempt as any) ?? null }),
+    replayOf: t.string({ nullable: true, resolve: (d: any) => d.replayOfId ?? d.replayOf ?? null }),
+    createdAt: t.field({ type: 'DateTime', resolve: (d) => d.createdAt }),
+    completedAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.completedAt ?? null }),
+  }),
+});
+
+const AttemptRef = builder.prismaObject('DeliveryAttempt', {
+  name: 'DeliveryAttempt',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    number: t.exposeInt('number'),
+    startedAt: t.expose('startedAt', { type: 'DateTime' }),
+    durationMs: t.exposeInt('durationMs', { nullable: true }),
+    statusCode: t.exposeInt('statusCode', { nullable: true }),
+    error: t.exposeString('error', { nullable: true }),
+    responseSnippet: t.exposeString('responseSnippet', { nullable: true }),
+    outcome: t.exposeString('outcome'),
+  }),
+});
+
+export const ReplayJobRef = builder.prismaObject('ReplayJob', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    kind: t.exposeString('kind'),
+    sourceDeliveryId: t.exposeString('sourceDeliveryId', { nullable: true }),
+    filter: t.expose('filter', { type: 'JSON', nullable: true }),
+    status: t.exposeString('status'),
+    total: t.exposeInt('total'),
+    created: t.exposeInt('created'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+const DlqEntryRef = builder.prismaObject('DlqEntry', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    deliveryId: t.exposeString('deliveryId'),
+    webhookId: t.exposeString('webhookId'),
+    reason: t.exposeString('reason'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    redrivenAt: t.expose('redrivenAt', { type: 'DateTime', nullable: true }),
+    redriveDeliveryId: t.exposeString('redriveDeliveryId', { nullable: true }),
+  }),
+});
+
+interface DlqExportRow {
+  id: string;
+  deliveryId: string;
+  webhookId: string;
+  eventId: string | null;
+  reason: string;
+  attempts: number;
+  lastAttempt: unknown;
+  createdAt: Date;
+  redrivenAt: Date | null;
+  contentType: string | null;
+  payloadBase64: string | null;
+}
+const DlqExportRowRef = builder.objectRef<DlqExportRow>('DlqExportRow').implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    deliveryId: t.exposeString('deliveryId'),
+    webhookId: t.exposeString('webhookId'),
+    eventId: t.exposeString('eventId', { nullable: true }),
+    reason: t.exposeString('reason'),
+    attempts: t.exposeInt('attempts'),
+    lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (p) => (p.lastAttempt as any) ?? null }),
+    createdAt: t.field({ type: 'DateTime', resolve: (p) => p.createdAt }),
+    redrivenAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.redrivenAt }),
+    contentType: t.exposeString('contentType', { nullable: true }),
+    payloadBase64: t.exposeString('payloadBase64', { nullable: true, description: 'The retained payload, base64; null when it is gone.' }),
+  }),
+});
+
+const DeliveryPage = pageOf('DeliveryPage', DeliveryRef);
+const AttemptPage = pageOf('DeliveryAttemptPage', AttemptRef);
+const ReplayJobPage = pageOf('ReplayJobPage', ReplayJobRef);
+const DlqPage = pageOf('DlqEntryPage', DlqEntryRef);
+const DlqExportPage = pageOf('DlqExportPage', DlqExportRowRef);
+
+const filterArgs = builder.args((t) => ({
+  status: t.string({ required: false }),
+  eventId: t.string({ required: false }),
+  from: t.string({ required: false, description: 'ISO 8601 or Unix seconds (inclusive).' }),
+  to: t.string({ required: false, description: 'ISO 8601 or Unix seconds (exclusive).' }),
+}));
+const dlqArgs = builder.args((t) => ({
+  webhookId: t.string({ required: false }),
+  from: t.string({ required: false }),
+  to: t.string({ required: false }),
+  state: t.string({ required: false, description: 'pending (default), redriven or all.' }),
+}));
+
+builder.queryFields((t) => ({
+  deliveries: t.field({
+    type: DeliveryPage,
+    args: { webhookId: t.arg.string({ required: false }), ...filterArgs, ...pageArgs },
+    resolve: (_r, a, ctx) => listDeliveries(ctx.rt, ctx.auth.projectId, a, a),
+  }),
+  webhookDeliveries: t.field({
+    type: DeliveryPage,
+    args: { id: t.arg.id({ required: true }), ...filterArgs, ...pageArgs },
+    resolve: (_r, a, ctx) => listWebhookDeliveries(ctx.rt, ctx.auth.projectId, String(a.id), a, a),
+  }),
+  delivery: t.prismaField({
+    type: 'Delivery',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_q, _r, a, ctx) => getDelivery(ctx.rt, ctx.auth.projectId, String(a.id)),
+  }),
+  deliveryAttempts: t.field({
+    type: AttemptPage,
+    args: { id: t.arg.id({ required: true }), ...pageArgs },
+    resolve: (_r, a, ctx) => listDeliveryAttempts(ctx.rt, ctx.auth.projectId, String(a.id), a),
+  }),
+  deliveryReplayJobs: t.field({
+    type: ReplayJobPage,
+    args: { id: t.arg.id({ required: true }), ...pageArgs },
+    resolve: (_r, a, ctx) => listReplayJobsOfDelivery(ctx.rt, ctx.auth.projectId, String(a.id), a),
+  }),
+  dlq: t.field({ type: DlqPage, args: { ...dlqArgs, ...pageArgs }, resolve: (_r, a, ctx) => listDlq(ctx.rt, ctx.auth.projectId, a, a) }),
+  dlqExport: t.field({
+    type: DlqExportPage,
+    description: 'DLQ rows with their retained payloads; 20 rows a page at most.',
+    args: { ...dlqArgs, ...pageArgs },
+    resolve: (_r, a, ctx) => exportDlq(ctx.rt, ctx.auth.projectId, a, a),
+  }),
+  deliveriesConnection: t.prismaConnection({
+    type: 'Delivery',
+    cursor: 'id',
+    args: { webhookId: t.arg.string({ required: false }), status: t.arg.string({ required: false }) },
+    resolve: (query, _r, a, ctx) =>
+      ctx.rt.db.prisma.delivery.findMany({
+        ...query,
+        where: { projectId: ctx.auth.projectId, ...(a.webhookId ? { webhookId: a.webhookId } : {}), ...(a.status ? { status: a.status } : {}) },
+        orderBy: { id: 'desc' },
+      }),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  replayDelivery: t.prismaField({
+    type: 'ReplayJob',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_q, _r, a, ctx) => replayDelivery(ctx.rt, ctx.auth.projectId, String(a.id)),
+  }),
+  createReplayJob: t.prismaField({
+    type: 'ReplayJob',
+    description: 'Bulk replay of every delivery matching the filter (Starter and above).',
+    args: { webhookId: t.arg.string({ required: false }), ...filterArgs },
+    resolve: (_q, _r, a, ctx) => createBulkReplay(ctx.rt, ctx.auth.projectId, a),
+  }),
+  redriveDlqEntry: t.prismaField({
+    type: 'ReplayJob',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_q, _r, a, ctx) => redriveDlqEntry(ctx.rt, ctx.auth.projectId, String(a.id)),
+  }),
+  redriveDlq: t.prismaField({
+    type: 'ReplayJob',
+    description: 'Bulk re-drive of pending DLQ entries matching the filter (Starter and above).',
+    args: { webhookId: t.arg.string({ required: false }), from: t.arg.string({ required: false }), to: t.arg.string({ required: false }) },
+    resolve: (_q, _r, a, ctx) => createBulkRedrive(ctx.rt, ctx.auth.projectId, a),
+  }),
+}));
+
+builder.subscriptionField('deliveryUpdated', (t) =>
+  t.field({
+    type: DeliveryRef,
+    description: "Every state change of the project's deliveries (optionally of one webhook), from any process.",
+    args: { webhookId: t.arg.id({ required: false }) },
+    subscribe: async function* (_r, a, ctx) {
+      const source = ctx.rt.pubsub.subscribe<any>(deliveryTopic(ctx.auth.projectId));
+      try {
+        for await (const d of source) {
+          if (!d || (a.webhookId && d.webhookId !== String(a.webhookId))) continue;
+          yield d;
+        }
+      } finally {
+        await source.return?.();
+      }
+    },
+    resolve: (d: any) => d,
+  }),
+);

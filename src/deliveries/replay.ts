@@ -1,0 +1,245 @@
+import type pg from 'pg';
+import { inTransaction } from '../db/client.ts';
+import { InvalidRequest, InvalidState, NotFound, PayloadGone } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { paginate, type PageRequest } from '../pagination/cursor.ts';
+import { requireFeature } from '../projects/gates.ts';
+import { getProject } from '../projects/service.ts';
+import type { Runtime } from '../runtime.ts';
+import { insertDelivery } from './enqueue.ts';
+import { deliveryWhere, parseTime, type DeliveryFilters } from './service.ts';
+
+type Rt = Pick<Runtime, 'db'>;
+export const BULK_REPLAY_TASK = 'replays__run';
+
+export interface DlqFilters {
+  webhookId?: string | null;
+  from?: string | null;
+  to?: string | null;
+  /** pending (default): not yet re-driven; redriven; all. */
+  state?: string | null;
+}
+
+/**
+ * A new delivery that re-sends a source delivery's dispatch snapshot to the snapshot
+ * destination, byte for byte, with the same event id (so the same `webhook-id`).
+ * Runs inside the caller's transaction. PayloadGone when the retained bytes are gone.
+ */
+async function replayInto(client: pg.PoolClient, sourceId: string, replayJobId: string): Promise<string> {
+  const { rows } = await client.query(
+    `SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.destination_id, d.destination, d.dispatch_body, d.dispatch_content_type,
+            d.dispatch_headers, e.body IS NOT NULL AS has_event_body, e.content_type
+       FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1`,
+    [sourceId],
+  );
+  const s = rows[0];
+  if (!s) throw new NotFound('delivery', sourceId);
+  if (!s.dispatch_body && !s.has_event_body) throw new PayloadGone();
+  const { id } = await insertDelivery(client, {
+    projectId: s.project_id,
+    webhookId: s.webhook_id,
+    eventId: s.event_id,
+    destinationId: s.destination_id,
+    destination: s.destination,
+    replayOfId: s.id,
+    replayJobId,
+    dispatch: s.dispatch_body || s.dispatch_headers
+      ? { body: s.dispatch_body ?? null, contentType: s.dispatch_content_type ?? s.content_type, headers: s.dispatch_headers ?? (s.content_type ? { 'content-type': s.content_type } : {}) }
+      : null,
+  });
+  return id;
+}
+
+async function insertReplayJob(client: pg.PoolClient, job: { id: string; projectId: string; kind: string; sourceDeliveryId?: string | null; filter?: unknown; status: string; total: number; created: number }) {
+  await client.query(
+    `INSERT INTO replay_jobs (id, project_id, kind, source_delivery_id, filter, status, total, created, completed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $6 = 'completed' THEN now() ELSE NULL END)`,
+    [job.id, job.projectId, job.kind, job.sourceDeliveryId ?? null, job.filter === undefined ? null : JSON.stringify(job.filter), job.status, job.total, job.created],
+  );
+}
+
+export async function replayDelivery(rt: Rt, projectId: string, deliveryId: string) {
+  const source = await rt.db.prisma.delivery.findFirst({ where: { id: deliveryId, projectId }, select: { id: true } });
+  if (!source) throw new NotFound('delivery', deliveryId);
+  const jobId = newId('rpl');
+  await inTransaction(rt.db.pool, async (client) => {
+    const newDeliveryId = await replayInto(client, deliveryId, jobId);
+    await insertReplayJob(client, { id: jobId, projectId, kind: 'single', sourceDeliveryId: deliveryId, filter: { deliveryIds: [newDeliveryId] }, status: 'completed', total: 1, created: 1 });
+  });
+  return getReplayJob(rt, projectId, jobId);
+}
+
+export async function redriveDlqEntry(rt: Rt, projectId: string, entryId: string) {
+  const entry = await rt.db.prisma.dlqEntry.findFirst({ where: { id: entryId, projectId } });
+  if (!entry) throw new NotFound('DLQ entry', entryId);
+  const jobId = newId('rpl');
+  await inTransaction(rt.db.pool, async (client) => {
+    // Re-check under a row lock: two concurrent re-drives of one entry must not both send.
+    const { rows } = await client.query('SELECT redriven_at FROM dlq_entries WHERE id = $1 FOR UPDATE', [entryId]);
+    if (rows[0]?.redriven_at) throw new InvalidState('This DLQ entry has already been re-driven.');
+    const newDeliveryId = await replayInto(client, entry.deliveryId, jobId);
+    await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $2 WHERE id = $1', [entryId, newDeliveryId]);
+    await insertReplayJob(client, { id: jobId, projectId, kind: 'redrive', sourceDeliveryId: entry.deliveryId, filter: { dlqEntryId: entryId, deliveryIds: [newDeliveryId] }, status: 'completed', total: 1, created: 1 });
+  });
+  return getReplayJob(rt, projectId, jobId);
+}
+
+export async function getReplayJob(rt: Rt, projectId: string, id: string) {
+  const job = await rt.db.prisma.replayJob.findFirst({ where: { id, projectId } });
+  if (!job) throw new NotFound('replay job', id);
+  return job;
+}
+
+export async function listReplayJobsOfDelivery(rt: Rt, projectId: string, deliveryId: string, page: PageRequest) {
+  const source = await rt.db.prisma.delivery.findFirst({ where: { id: deliveryId, projectId }, select: { id: true } });
+  if (!source) throw new NotFound('delivery', deliveryId);
+  return paginate(page, `replay-jobs:${deliveryId}`, {}, (after, take) =>
+    rt.db.prisma.replayJob.findMany({ where: { projectId, sourceDeliveryId: deliveryId, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
+  );
+}
+
+function dlqWhere(projectId: string, f: DlqFilters) {
+  const from = parseTime(f.from, 'from');
+  const to = parseTime(f.to, 'to');
+  const state = f.state ?? 'pending';
+  if (!['pending', 'redriven', 'all'].includes(state)) throw new InvalidRequest('state must be pending, redriven or all.', 'state');
+  return {
+    projectId,
+    ...(f.webhookId ? { webhookId: f.webhookId } : {}),
+    ...(state === 'pending' ? { redrivenAt: null } : state === 'redriven' ? { redrivenAt: { not: null } } : {}),
+    ...(from || to ? { createdAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } } : {}),
+  };
+}
+
+const dlqScope = (f: DlqFilters) => ({ webhookId: f.webhookId ?? null, from: f.from ?? null, to: f.to ?? null, state: f.state ?? 'pending' });
+
+export async function listDlq(rt: Rt, projectId: string, filters: DlqFilters, page: PageRequest) {
+  const where = dlqWhere(projectId, filters);
+  return paginate(page, `dlq:${projectId}`, dlqScope(filters), (after, take) =>
+    rt.db.prisma.dlqEntry.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
+  );
+}
+
+/** DLQ rows with their retained payloads (base64), 20 rows a page at most. */
+export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, page: PageRequest) {
+  const where = dlqWhere(projectId, filters);
+  const result = await paginate(
+    page,
+    `dlq-export:${projectId}`,
+    dlqScope(filters),
+    (after, take) => rt.db.prisma.dlqEntry.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
+    undefined,
+    { def: 20, max: 20 },
+  );
+  const ids = result.items.map((e) => e.deliveryId);
+  const deliveries = await rt.db.prisma.delivery.findMany({
+    where: { id: { in: ids } },
+    select: { id: true, eventId: true, status: true, attempts: true, lastAttempt: true, dispatchBody: true, dispatchContentType: true, event: { select: { body: true, contentType: true } } },
+  });
+  const byId = new Map(deliveries.map((d) => [d.id, d]));
+  return {
+    nextCursor: result.nextCursor,
+    items: result.items.map((e) => {
+      const d = byId.get(e.deliveryId);
+      const body = d?.dispatchBody ?? d?.event.body ?? null;
+      return {
+        id: e.id,
+        deliveryId: e.deliveryId,
+        webhookId: e.webhookId,
+        eventId: d?.eventId ?? null,
+        reason: e.reason,
+        attempts: d?.attempts ?? 0,
+        lastAttempt: d?.lastAttempt ?? null,
+        createdAt: e.createdAt,
+        redrivenAt: e.redrivenAt,
+        contentType: d?.dispatchContentType ?? d?.event.contentType ?? null,
+        payloadBase64: body ? Buffer.from(body).toString('base64') : null,
+      };
+    }),
+  };
+}
+
+/** Bulk replay (Starter+): a job that replays every delivery matching the filter. */
+export async function createBulkReplay(rt: Runtime, projectId: string, filters: DeliveryFilters) {
+  const project = await getProject(rt, projectId);
+  requireFeature(project.tier, 'bulk_replay');
+  const where = deliveryWhere(projectId, filters);
+  const total = await rt.db.prisma.delivery.count({ where });
+  const id = newId('rpl');
+  await inTransaction(rt.db.pool, async (client) => {
+    await insertReplayJob(client, { id, projectId, kind: 'bulk', filter: filters, status: 'queued', total, created: 0 });
+    await client.query(`SELECT graphile_worker.add_job($1, json_build_object('replayJobId', $2::text), max_attempts := 5)`, [BULK_REPLAY_TASK, id]);
+  });
+  return getReplayJob(rt, projectId, id);
+}
+
+/** Bulk DLQ re-drive (Starter+): a job that re-drives every pending DLQ entry matching the filter. */
+export async function createBulkRedrive(rt: Runtime, projectId: string, filters: DlqFilters) {
+  const project = await getProject(rt, projectId);
+  requireFeature(project.tier, 'bulk_replay');
+  const where = dlqWhere(projectId, { ...filters, state: 'pending' });
+  const total = await rt.db.prisma.dlqEntry.count({ where });
+  const id = newId('rpl');
+  await inTransaction(rt.db.pool, async (client) => {
+    await insertReplayJob(client, { id, projectId, kind: 'bulk_redrive', filter: { ...filters, state: 'pending' }, status: 'queued', total, created: 0 });
+    await client.query(`SELECT graphile_worker.add_job($1, json_build_object('replayJobId', $2::text), max_attempts := 5)`, [BULK_REPLAY_TASK, id]);
+  });
+  return getReplayJob(rt, projectId, id);
+}
+
+/** The bulk job's work, in pages; safe to run again after a crash (already-replayed sources are skipped). */
+export async function runBulkReplay(rt: Rt, replayJobId: string) {
+  const job = await rt.db.prisma.replayJob.findUnique({ where: { id: replayJobId } });
+  if (!job || job.status === 'completed') return;
+  await rt.db.prisma.replayJob.update({ where: { id: job.id }, data: { status: 'running' } });
+  const filter = (job.filter ?? {}) as any;
+  let created = 0;
+  let skipped = 0;
+  let after: string | undefined;
+  for (let page = 0; page < 10_000; page++) {
+    const sources: { sourceId: string; dlqId?: string }[] =
+      job.kind === 'bulk_redrive'
+        ? (
+            await rt.db.prisma.dlqEntry.findMany({
+              where: { ...dlqWhere(job.projectId, filter), ...(after ? { id: { gt: after } } : {}) },
+              orderBy: { id: 'asc' },
+              take: 200,
+            })
+          ).map((e) => ({ sourceId: e.deliveryId, dlqId: e.id, pos: e.id }) as any)
+        : (
+            await rt.db.prisma.delivery.findMany({
+              // Only deliveries that existed when the job was created: its own replays must not feed it.
+              where: { AND: [deliveryWhere(job.projectId, filter), { createdAt: { lte: job.createdAt } }, ...(after ? [{ id: { gt: after } }] : [])] },
+              orderBy: { id: 'asc' },
+              take: 200,
+              select: { id: true },
+            })
+          ).map((d) => ({ sourceId: d.id, pos: d.id }) as any);
+    if (sources.length === 0) break;
+    for (const s of sources) {
+      try {
+        await inTransaction(rt.db.pool, async (client) => {
+          if (s.dlqId) {
+            const { rows } = await client.query('SELECT redriven_at FROM dlq_entries WHERE id = $1 FOR UPDATE', [s.dlqId]);
+            if (rows[0]?.redriven_at) throw new InvalidState('already re-driven');
+          } else {
+            const { rows } = await client.query('SELECT 1 FROM deliveries WHERE replay_of_id = $1 AND replay_job_id = $2 LIMIT 1', [s.sourceId, job.id]);
+            if (rows.length) throw new InvalidState('already replayed by this job');
+          }
+          const replayId = await replayInto(client, s.sourceId, job.id);
+          if (s.dlqId) await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $2 WHERE id = $1', [s.dlqId, replayId]);
+        });
+        created++;
+      } catch (err) {
+        if (err instanceof PayloadGone || err instanceof InvalidState) skipped++;
+        else throw err;
+      }
+    }
+    after = (sources[sources.length - 1] as any).pos;
+    await rt.db.prisma.replayJob.update({ where: { id: job.id }, data: { created } });
+  }
+  await rt.db.prisma.replayJob.update({
+    where: { id: job.id },
+    data: { status: 'completed', created, completedAt: new Date(), filter: { ...filter, skipped } },
+  });
+}

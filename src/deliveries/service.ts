@@ -1,0 +1,93 @@
+import { InvalidRequest, NotFound } from '../errors.ts';
+import { paginate, type PageRequest } from '../pagination/cursor.ts';
+import type { Runtime } from '../runtime.ts';
+import { ATTEMPT_TASK } from './enqueue.ts';
+
+type Rt = Pick<Runtime, 'db'>;
+
+const STATUSES = ['queued', 'scheduled', 'delivering', 'retrying', 'succeeded', 'failed', 'cancelled'];
+
+export interface DeliveryFilters {
+  webhookId?: string | null;
+  status?: string | null;
+  eventId?: string | null;
+  from?: string | null;
+  to?: string | null;
+}
+
+export function parseTime(value: string | null | undefined, param: string): Date | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const d = /^\d+$/.test(value) ? new Date(Number(value) * 1000) : new Date(value);
+  if (Number.isNaN(d.getTime())) throw new InvalidRequest(`${param} must be an ISO 8601 timestamp or Unix seconds.`, param);
+  return d;
+}
+
+/** Prisma `where` for a delivery filter set, always scoped to the project. */
+export function deliveryWhere(projectId: string, f: DeliveryFilters) {
+  if (f.status && !STATUSES.includes(f.status)) throw new InvalidRequest(`status must be one of ${STATUSES.join(', ')}.`, 'status');
+  const from = parseTime(f.from, 'from');
+  const to = parseTime(f.to, 'to');
+  return {
+    projectId,
+    ...(f.webhookId ? { webhookId: f.webhookId } : {}),
+    ...(f.status ? { status: f.status } : {}),
+    ...(f.eventId ? { eventId: f.eventId } : {}),
+    ...(from || to ? { createdAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } } : {}),
+  };
+}
+
+export async function listDeliveries(rt: Rt, projectId: string, filters: DeliveryFilters, page: PageRequest) {
+  const where = deliveryWhere(projectId, filters);
+  const canonical = { webhookId: filters.webhookId ?? null, status: filters.status ?? null, eventId: filters.eventId ?? null, from: filters.from ?? null, to: filters.to ?? null };
+  return paginate(page, `deliveries:${projectId}`, canonical, (after, take) =>
+    rt.db.prisma.delivery.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
+  );
+}
+
+export async function listWebhookDeliveries(rt: Rt, projectId: string, webhookId: string, filters: Omit<DeliveryFilters, 'webhookId'>, page: PageRequest) {
+  const webhook = await rt.db.prisma.webhook.findFirst({ where: { id: webhookId, projectId }, select: { id: true } });
+  if (!webhook) throw new NotFound('webhook', webhookId);
+  return listDeliveries(rt, projectId, { ...filters, webhookId }, page);
+}
+
+export async function getDelivery(rt: Rt, projectId: string, deliveryId: string) {
+  const d = await rt.db.prisma.delivery.findFirst({ where: { id: deliveryId, projectId } });
+  if (!d) throw new NotFound('delivery', deliveryId);
+  return d;
+}
+
+export async function listDeliveryAttempts(rt: Rt, projectId: string, deliveryId: string, page: PageRequest) {
+  await getDelivery(rt, projectId, deliveryId);
+  return paginate(
+    page,
+    `attempts:${deliveryId}`,
+    {},
+    (after, take) =>
+      rt.db.prisma.deliveryAttempt.findMany({
+        where: { deliveryId, ...(after ? { number: { gt: Number(after) } } : {}) },
+        orderBy: { number: 'asc' },
+        take,
+      }),
+    (a) => String(a.number),
+  );
+}
+
+/**
+ * After a webhook becomes active again: queue a job for each waiting delivery (for
+ * strict FIFO only the head; the rest follow it). Called by the webhook lifecycle.
+ */
+export async function requeueWebhookDeliveries(rt: Rt, webhookId: string): Promise<number> {
+  const { rows } = await rt.db.pool.query(
+    `WITH w AS (SELECT delivery_mode FROM webhooks WHERE id = $1),
+     pending AS (
+       SELECT d.id, d.next_attempt_at FROM deliveries d
+        WHERE d.webhook_id = $1 AND d.status IN ('queued','scheduled','retrying','delivering')
+          AND ((SELECT delivery_mode FROM w) = 'parallel' OR d.seq = (
+            SELECT min(seq) FROM deliveries x WHERE x.webhook_id = $1 AND x.status IN ('queued','scheduled','retrying','delivering'))))
+     SELECT graphile_worker.add_job($2, json_build_object('deliveryId', id), run_at := COALESCE(next_attempt_at::timestamptz, now()),
+                                    job_key := 'del:' || id, max_attempts := 25)
+       FROM pending`,
+    [webhookId, ATTEMPT_TASK],
+  );
+  return rows.length;
+}

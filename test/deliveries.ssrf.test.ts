@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { createOutboundClient, isPrivateAddress } from '../src/deliveries/outbound-http.ts';
+import { startReceiver } from './support/receiver.ts';
+
+describe('outbound safety', () => {
+  it('classifies private, loopback and link-local addresses', () => {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1']) {
+      expect(isPrivateAddress(ip), ip).toBe(true);
+    }
+    for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
+  });
+
+  it('refuses loopback targets, by literal and after DNS resolution, unless private destinations are allowed', async () => {
+    const receiver = await startReceiver();
+    const port = new URL(receiver.url).port;
+    const strict = createOutboundClient({ allowPrivate: false });
+    const open = createOutboundClient({ allowPrivate: true });
+    try {
+      for (const url of [`http://127.0.0.1:${port}/`, `http://localhost:${port}/`, `http://[::1]:${port}/`]) {
+        const res = await strict.send({ url, method: 'POST', headers: {}, body: Buffer.from('{}'), timeoutMs: 2000 });
+        expect(res.failure, url).toBe('blocked');
+        expect(res.statusCode).toBeUndefined();
+      }
+      expect(receiver.received).toHaveLength(0);
+      const ok = await open.send({ url: `http://127.0.0.1:${port}/`, method: 'POST', headers: {}, body: Buffer.from('{}'), timeoutMs: 2000 });
+      expect(ok.statusCode).toBe(200);
+    } finally {
+      strict.close();
+      open.close();
+      await receiver.close();
+    }
+  });
+});

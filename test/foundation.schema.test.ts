@@ -1,0 +1,51 @@
+import { readFile } from 'node:fs/promises';
+import { printSchema } from 'graphql';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { schema } from '../src/graphql/schema.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { diffSchemas, schemaSide } from '../scripts/schema-diff.ts';
+import { createTestDatabase, serverUrl } from './support/database.ts';
+
+describe('schema sources agree', () => {
+  it('schema.graphql is the schema Pothos builds (run `npm run schema:print`)', async () => {
+    expect(await readFile('schema.graphql', 'utf8')).toBe(printSchema(schema) + '\n');
+  });
+
+  it('prisma/schema.prisma matches the committed migrations (run `npm run db:migration -- <name>`)', async () => {
+    const url = serverUrl();
+    const snapshot = await readFile('prisma/migrations/schema.snapshot.prisma', 'utf8');
+    const current = await readFile('prisma/schema.prisma', 'utf8');
+    // 1. No change in schema.prisma since the last migration was generated.
+    expect(await diffSchemas(url, schemaSide('schema.prisma', snapshot), schemaSide('schema.prisma', current))).toBe('');
+    // 2. The migrations, applied in order, build exactly what the schema describes.
+    const fromSchema = await createTestDatabase();
+    const fromMigrations = await createTestDatabase();
+    const [a, b] = [new pg.Client({ connectionString: fromSchema }), new pg.Client({ connectionString: fromMigrations })];
+    await a.connect();
+    await b.connect();
+    try {
+      for (const c of [a, b]) await c.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public; DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+      await a.query(await diffSchemas(url, { tag: 'empty' }, schemaSide('schema.prisma', current)));
+      await migrate(fromMigrations);
+      const catalog = async (c: pg.Client) =>
+        (
+          await c.query(`
+            SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns
+             WHERE table_schema = 'public' AND table_name <> '_prisma_migrations'
+            UNION ALL SELECT tablename, indexname, indexdef, '', '' FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_prisma_migrations'
+            ORDER BY 1, 2`)
+        ).rows;
+      expect(await catalog(b)).toEqual(await catalog(a));
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
+  it('migrations are idempotent and safe to run from several processes at once', async () => {
+    const url = await createTestDatabase();
+    const results = await Promise.all([migrate(url), migrate(url), migrate(url)]);
+    expect(results.flat()).toEqual([]); // the template was already migrated
+  });
+});
