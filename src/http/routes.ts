@@ -14,6 +14,14 @@ export interface RestRoute {
 export const REST_ROUTES: RestRoute[] = [
   // projects
   { method: 'GET', path: '/project', field: 'Query.project' },
+  { method: 'PATCH', path: '/project', field: 'Mutation.updateProject' },
+  { method: 'GET', path: '/usage', field: 'Query.usage' },
+  { method: 'GET', path: '/project/api-keys', field: 'Query.apiKeys' },
+  { method: 'POST', path: '/project/api-keys', field: 'Mutation.createApiKey', status: 201 },
+  { method: 'POST', path: '/project/api-keys/:id/revoke', field: 'Mutation.revokeApiKey' },
+  { method: 'GET', path: '/project/audit-logs', field: 'Query.auditLogs' },
+  { method: 'GET', path: '/webhooks/:id/quota-overrides', field: 'Query.webhookQuotaOverrides' },
+  { method: 'PUT', path: '/webhooks/:id/quota-overrides', field: 'Mutation.setWebhookQuotaOverrides' },
 
   // deliveries, replay, DLQ
   { method: 'GET', path: '/deliveries', field: 'Query.deliveries' },
