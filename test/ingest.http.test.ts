@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
+import { withinOneSecond } from './support/quota-fixtures.ts';
 import { createWebhook, ingest } from './support/webhooks.ts';
 
 let app: TestApp;
@@ -147,6 +148,21 @@ describe('HTTP ingest', () => {
     const runAt = (await jobFor(res.body.deliveryId))[0].run_at.getTime();
     expect(runAt).toBeGreaterThanOrEqual(before + 120_000 - 1000);
     expect(runAt).toBeLessThanOrEqual(Date.now() + 120_000 + 1000);
+  });
+
+  it('answers a quota refusal with the contract body, storing nothing for the refused request', async () => {
+    const { apiKey: freeKey } = await app.project('free');
+    const hook = await createWebhook(app, freeKey);
+    const h = { 'x-webhook-secret': hook.ingestSecret };
+    // Free: 3 requests per second. Five at once inside one second leave at least one refused.
+    const results = await withinOneSecond(() => Promise.all(Array.from({ length: 5 }, () => ingest(app, hook.publicId, { headers: h }))));
+    const refused = results.filter((r) => r.status === 429);
+    expect(results.filter((r) => r.status === 202)).toHaveLength(3);
+    expect(refused).toHaveLength(2);
+    expect(refused[0].body.error).toMatchObject({ code: 'quota_exceeded', quota: 'ingest_rate', scope: 'project', limit: 3 });
+    expect(refused[0].headers.get('retry-after')).toBe('1');
+    const { rows } = await db().query('SELECT count(*)::int AS n FROM events WHERE webhook_id = $1', [hook.id]);
+    expect(rows[0].n).toBe(3);
   });
 
   it('stores the event and queues the delivery in one transaction: a failure after the event insert leaves neither', async () => {

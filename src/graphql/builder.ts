@@ -1,10 +1,11 @@
 import SchemaBuilder from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
-import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
+import { DateTimeResolver, JSONResolver, SafeIntResolver } from 'graphql-scalars';
 import type PrismaTypes from '../generated/pothos-types.ts';
 import { getDatamodel } from '../generated/pothos-types.ts';
 import type { Runtime } from '../runtime.ts';
+import { UnixTimeResolver } from './unix-time.ts';
 
 export interface Auth {
   projectId: string;
@@ -24,6 +25,9 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     JSON: { Input: unknown; Output: unknown };
     DateTime: { Input: Date; Output: Date | string };
+    UnixTime: { Input: Date; Output: Date | string };
+    /** Integers beyond 32 bits (byte counts, quotas), up to 2^53 - 1. */
+    SafeInt: { Input: number; Output: number };
   };
 }>({
   plugins: [PrismaPlugin, RelayPlugin],
@@ -41,6 +45,8 @@ export const builder = new SchemaBuilder<{
 
 builder.addScalarType('JSON', JSONResolver);
 builder.addScalarType('DateTime', DateTimeResolver);
+builder.addScalarType('UnixTime', UnixTimeResolver);
+builder.addScalarType('SafeInt', SafeIntResolver);
 builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});

@@ -2,6 +2,7 @@ import { GraphQLSchema, lexicographicSortSchema, type GraphQLObjectType } from '
 import { builder } from './builder.ts';
 import '../projects/graphql.ts';
 import '../deliveries/graphql.ts';
+import '../conversations/graphql.ts';
 import '../destinations/graphql.ts';
 import '../routing/graphql.ts';
 import '../webhooks/graphql.ts';

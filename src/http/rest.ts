@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { filterSchema } from '@graphql-tools/utils';
-import { execute, GraphQLSchema, type ExecutionArgs, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { execute, GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
 import { MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
@@ -14,7 +14,6 @@ import { REST_ROUTES, type RestRoute } from './routes.ts';
 import { coerceArgs } from './validate-args.ts';
 
 const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
-const EXPLICIT_NULLS = Symbol('explicit null arguments');
 
 interface CompiledRoute extends RestRoute {
   regex: RegExp;
@@ -55,15 +54,20 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     types: filtered.types.filter((t) => !dropped.has(t as GraphQLObjectType)),
   });
   const routes = REST_ROUTES.map((r) => compile(r, schema));
+  // SOFA re-reads arguments from the request and drops explicit nulls (and falsy query values);
+  // execution gets the arguments this layer already validated instead, nulls included.
+  const validatedArgs = new WeakMap<object, Record<string, unknown>>();
   const sofa = useSofa({
     basePath: '/v1',
     schema: restSchema,
     depthLimit: 3,
     routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
-    context: (serverContext: any): GraphQLContext => ({ rt, auth: serverContext.auth, [EXPLICIT_NULLS]: serverContext.nulls }) as GraphQLContext,
-    // SOFA drops null arguments; an explicit `null` (e.g. {"kind": null}) must reach the resolver.
-    execute: (args: ExecutionArgs) =>
-      execute({ ...args, variableValues: { ...(args.contextValue as any)[EXPLICIT_NULLS], ...args.variableValues } }),
+    context: (serverContext: any): GraphQLContext => {
+      const ctx: GraphQLContext = { rt, auth: serverContext.auth };
+      if (serverContext.variables) validatedArgs.set(ctx, serverContext.variables);
+      return ctx;
+    },
+    execute: (args: Parameters<typeof execute>[0]) => execute({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
       if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
@@ -112,10 +116,9 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       });
       if (r.method === 'GET' || r.method === 'DELETE') {
         forwardUrl.search = qs.stringify(variables);
-        return await sendFetchResponse(res, await sofa.fetch(new Request(forwardUrl, { method: r.method }), { auth }));
+        return await sendFetchResponse(res, await sofa.fetch(new Request(forwardUrl, { method: r.method }), { auth, variables }));
       }
-      const nulls = Object.fromEntries(Object.entries(variables).filter(([, v]) => v === null));
-      return await sendFetchResponse(res, await sofa.fetch(request, { auth, nulls }));
+      return await sendFetchResponse(res, await sofa.fetch(request, { auth, variables }));
     } catch (err) {
       sendError(res, err);
     }

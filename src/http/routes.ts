@@ -14,6 +14,15 @@ export interface RestRoute {
 export const REST_ROUTES: RestRoute[] = [
   // projects
   { method: 'GET', path: '/project', field: 'Query.project' },
+  { method: 'PATCH', path: '/project', field: 'Mutation.updateProject' },
+  { method: 'GET', path: '/usage', field: 'Query.usage' },
+  { method: 'GET', path: '/project/api-keys', field: 'Query.apiKeys' },
+  { method: 'POST', path: '/project/api-keys', field: 'Mutation.createApiKey', status: 201 },
+  { method: 'POST', path: '/project/api-keys/:id/revoke', field: 'Mutation.revokeApiKey' },
+  { method: 'GET', path: '/project/audit-logs', field: 'Query.auditLogs' },
+  { method: 'GET', path: '/webhooks/:id/quota-overrides', field: 'Query.webhookQuotaOverrides' },
+  { method: 'PUT', path: '/webhooks/:id/quota-overrides', field: 'Mutation.setWebhookQuotaOverrides' },
+
   // webhooks
   { method: 'GET', path: '/webhooks', field: 'Query.webhooks' },
   { method: 'POST', path: '/webhooks', field: 'Mutation.createWebhook', status: 201 },
@@ -49,4 +58,16 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'GET', path: '/dlq/export', field: 'Query.dlqExport' },
   { method: 'POST', path: '/dlq/redrive', field: 'Mutation.redriveDlq', status: 202 },
   { method: 'POST', path: '/dlq/:id/redrive', field: 'Mutation.redriveDlqEntry', status: 202 },
+
+  // conversations (spec/conversation-service.md): Stripe-style, every success is 200
+  { method: 'GET', path: '/contacts', field: 'Query.contacts' },
+  { method: 'POST', path: '/contacts', field: 'Mutation.createContact' },
+  { method: 'GET', path: '/contacts/:id', field: 'Query.contact' },
+  { method: 'PUT', path: '/contacts/:id', field: 'Mutation.updateContact' },
+  { method: 'DELETE', path: '/contacts/:id', field: 'Mutation.deleteContact' },
+  { method: 'GET', path: '/messages', field: 'Query.messages' },
+  { method: 'POST', path: '/messages', field: 'Mutation.sendMessage' },
+  { method: 'GET', path: '/messages/:id', field: 'Query.message' },
+  { method: 'PUT', path: '/messages/:id', field: 'Mutation.updateMessage' },
+  { method: 'DELETE', path: '/messages/:id', field: 'Mutation.deleteMessage' },
 ];

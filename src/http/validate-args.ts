@@ -71,7 +71,15 @@ function coerce(type: GraphQLInputType, value: unknown, param: string): unknown 
     switch (type.name) {
       case 'Int': {
         const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*[-+]?\d+\s*$/.test(value) ? Number(value) : NaN;
-        if (!Number.isInteger(n) || Math.abs(n) > 2_147_483_647) fail(param, 'an integer');
+        if (!Number.isInteger(n)) fail(param, 'an integer');
+        // A huge page size is still an integer: it clamps (to 100 in the list) rather than failing.
+        if (param === 'limit') return Math.max(-2_147_483_648, Math.min(2_147_483_647, n));
+        if (Math.abs(n) > 2_147_483_647) fail(param, 'an integer');
+        return n;
+      }
+      case 'SafeInt': {
+        const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*[-+]?\d+\s*$/.test(value) ? Number(value) : NaN;
+        if (!Number.isSafeInteger(n)) fail(param, 'an integer');
         return n;
       }
       case 'Float': {

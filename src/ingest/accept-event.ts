@@ -2,11 +2,9 @@ import type pg from 'pg';
 import { insertDelivery } from '../deliveries/enqueue.ts';
 import { NotFound, WebhookPaused } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { enforceIngestQuotas } from '../projects/quotas.ts';
-import { TIER_QUOTAS } from '../projects/tiers.ts';
+import { enforceIngestQuotas, webhookQuotas } from '../projects/quotas.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
-import type { Tier } from '../config.ts';
 import { beginAndFindIngestTarget, PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 
 /** An inbound event as a channel (HTTP, form, email, schedule) received it. */
@@ -36,15 +34,6 @@ INSERT INTO events (id, project_id, webhook_id, channel, method, path, query, he
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
  WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3 AND status = 'active')`,
 };
-
-/** The payload retention that applies: the tier's (or an Enterprise custom value), tightened by a webhook override. */
-function payloadRetentionSeconds(target: IngestTarget): number {
-  const tierValue = TIER_QUOTAS[target.project.tier as Tier]?.payload_retention_seconds ?? TIER_QUOTAS.free.payload_retention_seconds;
-  const custom = target.project.customQuotas?.payload_retention_seconds;
-  const projectValue = typeof custom === 'number' ? custom : tierValue;
-  const override = target.quotaOverrides?.payload_retention_seconds;
-  return typeof override === 'number' ? Math.min(projectValue, override) : projectValue;
-}
 
 /** Routing: the first matching rule's destination, else the default one. */
 export function routeInbound(target: IngestTarget, event: InboundEvent) {
@@ -79,7 +68,7 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
     const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
     const eventId = newId('evt');
     const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
-    const payloadExpiresAt = new Date(retainFrom + payloadRetentionSeconds(target) * 1000);
+    const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
 
     await enforceIngestQuotas(rt, client, {
       project: target.project,
