@@ -1,14 +1,14 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createWebhook, ingest } from './support/webhooks.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
 let app: TestApp;
 let apiKey: string;
 let wh: Awaited<ReturnType<typeof createWebhook>>;
 beforeAll(async () => {
   app = await startTestApp();
-  ({ apiKey } = await app.project('free'));
+  ({ apiKey } = await ingestingProject(app));
   wh = await createWebhook(app, apiKey);
 });
 afterAll(async () => {

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { withinOneSecond } from './support/quota-fixtures.ts';
-import { createWebhook, ingest } from './support/webhooks.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
 let app: TestApp;
 let pro: string;
@@ -10,7 +10,8 @@ let wh: Awaited<ReturnType<typeof createWebhook>>;
 let auth: Record<string, string>;
 beforeAll(async () => {
   app = await startTestApp();
-  ({ apiKey: pro } = await app.project('pro'));
+  // Enterprise has every Pro feature; its ingest rate is lifted so quick successions are not refused.
+  ({ apiKey: pro } = await ingestingProject(app));
   wh = await createWebhook(app, pro);
   auth = { 'x-webhook-secret': wh.ingestSecret };
 });

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createWebhook, ingest } from './support/webhooks.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
 let app: TestApp;
 let apiKey: string;
 beforeAll(async () => {
   app = await startTestApp();
-  ({ apiKey } = await app.project('free'));
+  ({ apiKey } = await ingestingProject(app));
 });
 afterAll(async () => {
   await app?.stop();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createWebhook, ingest } from './support/webhooks.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
 let app: TestApp;
 let starter: string;
@@ -56,8 +56,9 @@ describe('routing', () => {
   });
 
   it('routes ingested events the same way and snapshots the destination on the delivery', async () => {
-    const { wh, def, orders } = await webhookWithDestinations(free);
-    await app.api(free, 'PUT', `/v1/webhooks/${wh.id}/routing`, {
+    const { apiKey } = await ingestingProject(app);
+    const { wh, def, orders } = await webhookWithDestinations(apiKey);
+    await app.api(apiKey, 'PUT', `/v1/webhooks/${wh.id}/routing`, {
       rules: [{ name: 'orders', priority: 1, match: { $or: [{ 'body.type': 'order.created' }, { path: '/orders' }] }, destinationId: orders.id }],
     });
     const auth = { 'x-webhook-secret': wh.ingestSecret };

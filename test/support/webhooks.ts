@@ -1,5 +1,13 @@
 import { expect } from 'vitest';
+import { setProjectQuota } from '../../src/projects/service.ts';
 import type { TestApp } from './app.ts';
+
+/** An Enterprise project whose ingest rate limit is out of the way of tests that ingest in quick succession. */
+export async function ingestingProject(app: TestApp) {
+  const p = await app.project('enterprise');
+  await setProjectQuota(app.rt, p.projectId, 'ingest_rate', '1000000');
+  return p;
+}
 
 /** Creates a webhook over REST (default destination https://example.com/hook) and returns the create answer. */
 export async function createWebhook(app: TestApp, apiKey: string, body: Record<string, unknown> = {}) {
