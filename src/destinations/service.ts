@@ -7,7 +7,7 @@ import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
 import { getWebhook } from '../webhooks/get-webhook.ts';
-import { assertDestinationType, DESTINATION_TYPES, sealConfig, type DestinationSnapshot, type DestinationType, type StoredConfig } from './config.ts';
+import { assertDestinationType, DESTINATION_TYPES, publicConfig, sealConfig, type DestinationType, type StoredConfig } from './config.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -36,15 +36,12 @@ export function parseDestinationObject(raw: unknown, param = 'destination'): Des
 
 /** A validated, sealed destination ready to store (400 with `param` on bad input). */
 export function buildDestination(input: DestinationInput, param: string, previous?: Destination) {
-  const type = assertDestinationType(input.type, `${param ? `${param}.` : ''}type`);
-  const name = input.name === undefined ? undefined : parseInput(nameSchema, input.name, `${param ? `${param}.` : ''}name`);
+  const at = (field: string) => (param ? `${param}.${field}` : field);
+  const type = assertDestinationType(input.type, at('type'));
+  const name = input.name === undefined ? undefined : parseInput(nameSchema, input.name, at('name'));
   const prevConfig = previous && previous.type === type ? (previous.config as StoredConfig) : undefined;
-  const config = sealConfig(type, input.config, `${param ? `${param}.` : ''}config`, prevConfig);
+  const config = sealConfig(type, input.config, at('config'), prevConfig);
   return { type, name, config };
-}
-
-export function snapshotOf(d: Pick<Destination, 'id' | 'name' | 'type' | 'config'>): DestinationSnapshot {
-  return { id: d.id, name: d.name, type: d.type as DestinationType, config: d.config as StoredConfig };
 }
 
 export async function createDefaultDestination(
@@ -108,27 +105,23 @@ export async function updateDestination(rt: Rt, projectId: string, webhookId: st
 
 /** The row changes for an update of `current` (validated, credentials sealed). */
 export function updateDestinationData(current: Destination, input: Partial<DestinationInput>, param = '') {
-  const p = (f: string) => (param ? `${param}.${f}` : f);
+  const at = (field: string) => (param ? `${param}.${field}` : field);
   const data: { name?: string; type?: string; config?: StoredConfig } = {};
-  if (input.name !== undefined) data.name = parseInput(nameSchema, input.name, p('name'));
+  if (input.name !== undefined) data.name = parseInput(nameSchema, input.name, at('name'));
   if (input.type !== undefined || input.config !== undefined) {
     const type = input.type === undefined ? current.type : input.type;
-    if (type !== current.type && input.config === undefined) throw new InvalidRequest('config is required when the type changes.', p('config'));
-    const built = buildDestination({ type, config: input.config ?? publicConfigOf(current) }, param, current);
+    if (type !== current.type && input.config === undefined) throw new InvalidRequest('config is required when the type changes.', at('config'));
+    const built = buildDestination({ type, config: input.config ?? publicConfig(current.config) }, param, current);
     data.type = built.type;
     data.config = built.config;
   }
   return data;
 }
 
-function publicConfigOf(d: Destination): Record<string, unknown> {
-  const { credentialsEnc: _sealed, ...rest } = d.config as StoredConfig;
-  return rest;
-}
-
 export async function deleteDestination(rt: Rt, projectId: string, webhookId: string, destinationId: string) {
   const webhook = await getWebhook(rt, projectId, webhookId);
-  const d = await getDestination(rt, projectId, webhookId, destinationId);
+  const d = await rt.db.prisma.destination.findFirst({ where: { id: destinationId, webhookId } });
+  if (!d) throw new NotFound('destination', destinationId);
   if (d.isDefault) throw new InvalidState('The default destination cannot be deleted; update it instead.');
   const rules = (webhook.routing as { destinationId: string; name: string }[]) ?? [];
   const user = rules.find((r) => r.destinationId === d.id);

@@ -1,7 +1,6 @@
 import { InvalidState } from '../errors.ts';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { inTransaction } from '../db/client.ts';
-import { ATTEMPT_TASK } from '../deliveries/enqueue.ts';
 import type { Runtime } from '../runtime.ts';
 import { getWebhook } from './get-webhook.ts';
 
@@ -44,14 +43,12 @@ export async function destroyWebhook(rt: Rt, projectId: string, webhookId: strin
   const webhook = await getWebhook(rt, projectId, webhookId);
   if (webhook.status !== 'archived') throw new InvalidState(`Only an archived webhook can be destroyed; this one is ${webhook.status}.`);
   await inTransaction(rt.db.pool, async (client) => {
-    // Queued jobs of its deliveries go first, while the deliveries still name them; a
-    // running one is left alone, finds its delivery gone and ends. (The public `jobs`
-    // view has no payload column; graphile-worker's own cleanup reads these tables too.)
+    // Jobs of its unfinished deliveries (keyed `del:<id>`) go first, while the deliveries
+    // still name them; a running one is only kept from retrying, and finds its delivery gone.
     await client.query(
-      `SELECT graphile_worker.complete_jobs(ARRAY(
-         SELECT j.id FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id
-          WHERE t.identifier = $1 AND j.payload->>'deliveryId' IN (SELECT id FROM deliveries WHERE webhook_id = $2)))`,
-      [ATTEMPT_TASK, webhookId],
+      `SELECT graphile_worker.remove_job('del:' || id) FROM deliveries
+        WHERE webhook_id = $1 AND status IN ('queued', 'scheduled', 'delivering', 'retrying')`,
+      [webhookId],
     );
     const gone = await client.query(`DELETE FROM webhooks WHERE id = $1 AND project_id = $2 AND status = 'archived'`, [webhookId, projectId]);
     if (gone.rowCount === 0) throw new InvalidState('The webhook changed state while being destroyed; it is no longer archived.');
