@@ -2,6 +2,7 @@ import { InvalidState } from '../errors.ts';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { inTransaction } from '../db/client.ts';
 import type { Runtime } from '../runtime.ts';
+import { requeueWebhookDeliveries } from '../deliveries/service.ts';
 import { getWebhook } from './get-webhook.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -26,6 +27,8 @@ export async function transitionWebhook(rt: Rt, projectId: string, webhookId: st
   const result = await rt.db.prisma.webhook.updateMany({ where: { id: webhookId, projectId, status: { in: from } }, data: { status: to } });
   const webhook = await getWebhook(rt, projectId, webhookId);
   if (result.count === 0) throw new InvalidState(`Cannot ${action} a webhook that is ${webhook.status} (allowed from ${from.join(' or ')}).`);
+  // Deliveries that waited while the webhook was paused or archived run now.
+  if (to === 'active') await requeueWebhookDeliveries(rt, webhookId);
   return webhook;
 }
 
