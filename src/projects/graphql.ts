@@ -1,4 +1,5 @@
 import { builder } from '../graphql/builder.ts';
+import { pageOf } from '../pagination/graphql.ts';
 import { listAuditLogs } from './audit.ts';
 import { getWebhookQuotaOverrides, setWebhookQuotaOverrides, type WebhookQuotaView } from './overrides.ts';
 import { OVERRIDABLE_QUOTAS, projectQuotas, type QuotaOverrides } from './quotas.ts';
@@ -98,19 +99,8 @@ const CreatedApiKey = builder
     }),
   });
 
-const ApiKeyPage = builder.objectRef<{ items: unknown[]; nextCursor: string | null }>('ApiKeyPage').implement({
-  fields: (t) => ({
-    items: t.field({ type: [ApiKeyRef], resolve: (p) => p.items as any }),
-    nextCursor: t.string({ nullable: true, resolve: (p) => p.nextCursor }),
-  }),
-});
-
-const AuditLogPage = builder.objectRef<{ items: unknown[]; nextCursor: string | null }>('AuditLogPage').implement({
-  fields: (t) => ({
-    items: t.field({ type: [AuditLogRef], resolve: (p) => p.items as any }),
-    nextCursor: t.string({ nullable: true, resolve: (p) => p.nextCursor }),
-  }),
-});
+const ApiKeyPage = pageOf('ApiKeyPage', ApiKeyRef);
+const AuditLogPage = pageOf('AuditLogPage', AuditLogRef);
 
 const UsageDayRef = builder.objectRef<UsageDay>('UsageDay').implement({
   fields: (t) => ({

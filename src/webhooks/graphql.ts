@@ -1,6 +1,7 @@
 import type { ArgBuilder } from '@pothos/core';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { builder, type GraphQLContext } from '../graphql/builder.ts';
+import { pageOf } from '../pagination/graphql.ts';
 import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 import { RoutingRuleRef } from '../routing/graphql.ts';
@@ -68,12 +69,7 @@ const CreatedWebhookRef = builder.prismaObject('Webhook', {
   }),
 });
 
-const WebhookPageRef = builder.objectRef<{ items: Webhook[]; nextCursor: string | null }>('WebhookPage').implement({
-  fields: (t) => ({
-    items: t.field({ type: [WebhookRef], resolve: (p) => p.items }),
-    nextCursor: t.exposeString('nextCursor', { nullable: true }),
-  }),
-});
+const WebhookPageRef = pageOf<Webhook>('WebhookPage', WebhookRef);
 
 const WebhookDestroyedRef = builder.objectRef<{ id: string; deleted: boolean }>('WebhookDestroyed').implement({
   fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted') }),
