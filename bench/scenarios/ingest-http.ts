@@ -1,5 +1,3 @@
-import { connectDatabase } from '../../src/db/client.ts';
-import { setProjectQuota } from '../../src/projects/service.ts';
 import { KILOBYTE_EVENT } from '../baselines/index.ts';
 import type { Scenario } from '../scenario.ts';
 
@@ -19,15 +17,6 @@ const ingestHttp: Scenario = {
       });
       return { status: res.status, body: (await res.json()) as any };
     };
-    // Quotas must not shape the figure: lift them far above what the machine can ingest.
-    const db = connectDatabase(ctx.databaseUrl, 1);
-    try {
-      for (const quota of ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) {
-        await setProjectQuota({ db }, ctx.projectId, quota, String(1_000_000_000_000));
-      }
-    } finally {
-      await db.close();
-    }
     // Deliveries a day ahead: the job runner stays idle while ingest is measured.
     const created = await api('POST', '/v1/webhooks', { name: 'bench ingest', url: 'http://127.0.0.1:9/hook', defaultDelaySeconds: 86_400 });
     if (created.status !== 201) throw new Error(`POST /v1/webhooks answered ${created.status} ${JSON.stringify(created.body)}`);
