@@ -67,7 +67,7 @@ const defaultTimeoutMs = 120_000 + 4 * (settings.warmup + settings.duration) * 1
 
 async function runScenario(scenario: Scenario, baselines: BaselineRuns, project: { projectId: string; apiKey: string }, earlier: Result[]): Promise<ScenarioReport> {
   const started = Date.now();
-  const timeoutMs = scenario.timeoutMs ?? defaultTimeoutMs;
+  const timeoutMs = typeof scenario.timeoutMs === 'function' ? scenario.timeoutMs(settings) : (scenario.timeoutMs ?? defaultTimeoutMs);
   const signal = AbortSignal.any([interrupted.signal, AbortSignal.timeout(timeoutMs)]);
   const ctx: ScenarioContext = {
     serviceUrl: service!.url,

@@ -19,11 +19,18 @@ export interface BenchProject {
   apiKey: string;
 }
 
-export async function startService(databaseUrl: string, dataDir: string): Promise<RunningService> {
+export interface ServiceOptions {
+  /** For error messages; default 'service (src/main.ts)'. */
+  label?: string;
+  /** Set on top of the defaults, e.g. one SECRETS_KEY for several instances, or an operator setting. */
+  env?: Record<string, string>;
+}
+
+export async function startService(databaseUrl: string, dataDir: string, options: ServiceOptions = {}): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = startTsProcess('src/main.ts', {
-    label: 'service (src/main.ts)',
+    label: options.label ?? 'service (src/main.ts)',
     env: {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
@@ -38,6 +45,7 @@ export async function startService(databaseUrl: string, dataDir: string): Promis
       ALLOW_PRIVATE_DESTINATIONS: 'true',
       LOG_LEVEL: 'warn',
       SHUTDOWN_TIMEOUT_MS: '2000',
+      ...options.env,
     },
   });
   const stop = () => proc.stop(10_000);
