@@ -17,11 +17,13 @@ export interface BenchProject {
   apiKey: string;
 }
 
-export async function startService(databaseUrl: string, dataDir: string): Promise<RunningService> {
+/** `cpuProfileDir`: run the service under `node --cpu-prof`; the profile is written there when it stops. */
+export async function startService(databaseUrl: string, dataDir: string, cpuProfileDir?: string): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = startTsProcess('src/main.ts', {
     label: 'service (src/main.ts)',
+    nodeOptions: cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`] : undefined,
     env: {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
