@@ -1,6 +1,8 @@
 // The service under test, as separate processes: `src/main.ts` (API + job runner) on the
 // run's database, and its project created through the admin CLI.
 import { execFile } from 'node:child_process';
+import { connectDatabase } from '../src/db/client.ts';
+import { setProjectQuota } from '../src/projects/service.ts';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { freePort } from '../src/db/embedded.ts';
@@ -63,5 +65,15 @@ export async function createBenchProject(databaseUrl: string): Promise<BenchProj
   );
   const out = JSON.parse(stdout.trim().split('\n').pop()!);
   if (!out?.project?.id || !out?.apiKey) throw new Error(`unexpected CLI answer: ${stdout}`);
+  // Enterprise limits (100 ingest req/s, 50,000 backlog) would shape the figures: lift them far
+  // above what the machine can do, with the CLI's Enterprise custom quotas. Checks still run.
+  const db = connectDatabase(databaseUrl, 1);
+  try {
+    for (const quota of ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'monthly_deliveries', 'replay_volume']) {
+      await setProjectQuota({ db }, out.project.id, quota, String(1_000_000_000_000));
+    }
+  } finally {
+    await db.close();
+  }
   return { projectId: out.project.id, apiKey: out.apiKey };
 }

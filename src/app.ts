@@ -4,6 +4,7 @@ import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger } from './db/migrate.ts';
+import { createHttpIngestHandler } from './ingest/http-ingest.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
@@ -48,7 +49,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
-    const extraRoutes: ExtraRoutes = {};
+    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
   }

@@ -58,6 +58,24 @@ describe('replay', () => {
   });
 });
 
+describe('replay quota', () => {
+  it('counts replays against replay_volume (429 with the quota fields and Retry-After)', async () => {
+    const receiver = await startReceiver();
+    const { apiKey, projectId } = await app.project('free');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url);
+    const tighten = await app.api(apiKey, 'PUT', `/v1/webhooks/${wh.id}/quota-overrides`, { replay_volume: 1 });
+    expect(tighten.status).toBe(200);
+    const { deliveryId } = await enqueueFixtureEvent(app.rt, wh);
+    await settled(apiKey, deliveryId);
+    expect((await app.api(apiKey, 'POST', `/v1/deliveries/${deliveryId}/replay`)).status).toBe(202);
+    const refused = await app.api(apiKey, 'POST', `/v1/deliveries/${deliveryId}/replay`);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: 'quota_exceeded', quota: 'replay_volume', scope: 'webhook', limit: 1, current: 1, delta: 1 });
+    expect(refused.headers.get('retry-after')).toBeTruthy();
+    await receiver.close();
+  });
+});
+
 describe('DLQ', () => {
   it('lists, exports (base64, 20 a page) and re-drives entries; bulk re-drive needs Starter', async () => {
     let healthy = false;

@@ -30,6 +30,13 @@ export const BASELINES: BaselineDefinition[] = [
     request: { method: 'POST', path: '/rows', headers: { 'content-type': 'application/json' }, body: KILOBYTE_EVENT },
   },
   {
+    name: 'ingest',
+    description:
+      'node:http + pg: per request the inserts of HTTP ingest in one durable transaction (BEGIN; INSERT the ~1 KB event; INSERT the delivery and its graphile-worker job; COMMIT), answered 202.',
+    script: 'bench/baselines/ingest-server.ts',
+    request: { method: 'POST', path: '/events', headers: { 'content-type': 'application/json' }, body: KILOBYTE_EVENT },
+  },
+  {
     name: 'read',
     description: 'node:http + pg: per request the 10 newest of 5,000 rows (~200 B each) by an indexed column (ORDER BY id DESC LIMIT 10), JSON.stringify.',
     script: 'bench/baselines/read-server.ts',

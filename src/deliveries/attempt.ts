@@ -1,4 +1,3 @@
-import jsonata from 'jsonata';
 import { inTransaction } from '../db/client.ts';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
@@ -9,6 +8,7 @@ import type { OutboundClient, OutboundResult } from './outbound-http.ts';
 import { recordAttempt, type AttemptResult } from './record.ts';
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind } from './retry-policy.ts';
 import { signingHeaders } from './signing.ts';
+import { applyTransform } from '../webhooks/transform.ts';
 
 const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
 const MAX_RETRY_AFTER_MS = 3_600_000;
@@ -113,20 +113,7 @@ async function buildDispatch(claim: ClaimedDelivery): Promise<Dispatch> {
   let transformed = false;
   const transform = claim.webhook.transform;
   if (transform?.kind === 'jsonata' && typeof transform.expression === 'string') {
-    let input: unknown;
-    try {
-      input = JSON.parse(body.toString('utf8'));
-    } catch {
-      throw new Error('transform failed: the payload is not JSON');
-    }
-    let output: unknown;
-    try {
-      output = await jsonata(transform.expression).evaluate(input);
-    } catch (err) {
-      throw new Error(`transform failed: ${(err as Error).message}`);
-    }
-    body = Buffer.from(JSON.stringify(output ?? null));
-    contentType = 'application/json';
+    ({ body, contentType } = await applyTransform(transform, body));
     transformed = true;
   }
   const destHeaders = (claim.row.destination?.config?.headers ?? {}) as Record<string, string>;

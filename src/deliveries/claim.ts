@@ -108,6 +108,22 @@ export async function claimDelivery(client: pg.PoolClient, deliveryId: string): 
     } else if (slot.getTime() > now.getTime() + 20) {
       return { kind: 'later', runAt: slot, reason: 'throttle slot not reached' };
     }
+    // A job that starts late must not send right behind the previous one: keep at least one
+    // interval between sends (atomic under the webhook's row lock across runners).
+    const gap = await client.query(
+      `UPDATE webhooks SET throttle_last_sent_at = now()
+        WHERE id = $1 AND (throttle_last_sent_at IS NULL OR throttle_last_sent_at <= now() - make_interval(secs => $2::float8 / 1000))
+        RETURNING 1`,
+      [d.webhook_id, 1000 / d.throttle_rate_per_second - 2],
+    );
+    if (gap.rowCount === 0) {
+      const { rows: w } = await client.query(
+        'SELECT throttle_last_sent_at + make_interval(secs => $2::float8 / 1000) AS at FROM webhooks WHERE id = $1',
+        [d.webhook_id, 1000 / d.throttle_rate_per_second],
+      );
+      await client.query('UPDATE deliveries SET throttle_slot_at = $2, next_attempt_at = $2, updated_at = now() WHERE id = $1', [d.id, w[0].at]);
+      return { kind: 'later', runAt: w[0].at, reason: 'throttled (minimum gap)' };
+    }
   }
 
   const attempt = d.attempts + 1;

@@ -1,3 +1,4 @@
+import { filter, pipe } from 'graphql-yoga';
 import { builder } from '../graphql/builder.ts';
 import { pageArgs, pageOf } from '../pagination/graphql.ts';
 import { publicDestination } from './dto.ts';
@@ -202,17 +203,12 @@ builder.subscriptionField('deliveryUpdated', (t) =>
     type: DeliveryRef,
     description: "Every state change of the project's deliveries (optionally of one webhook), from any process.",
     args: { webhookId: t.arg.id({ required: false }) },
-    subscribe: async function* (_r, a, ctx) {
-      const source = ctx.rt.pubsub.subscribe<any>(deliveryTopic(ctx.auth.projectId));
-      try {
-        for await (const d of source) {
-          if (!d || (a.webhookId && d.webhookId !== String(a.webhookId))) continue;
-          yield d;
-        }
-      } finally {
-        await source.return?.();
-      }
-    },
+    // pipe/filter end the underlying pubsub iterator as soon as the client unsubscribes.
+    subscribe: (_r, a, ctx) =>
+      pipe(
+        ctx.rt.pubsub.subscribe<any>(deliveryTopic(ctx.auth.projectId)),
+        filter((d: any) => !!d && (!a.webhookId || d.webhookId === String(a.webhookId))),
+      ),
     resolve: (d: any) => d,
   }),
 );

@@ -1,9 +1,10 @@
 import type pg from 'pg';
 import { inTransaction } from '../db/client.ts';
-import { InvalidRequest, InvalidState, NotFound, PayloadGone } from '../errors.ts';
+import { InvalidRequest, InvalidState, NotFound, PayloadGone, QuotaExceeded } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { paginate, type PageRequest } from '../pagination/cursor.ts';
 import { requireFeature } from '../projects/gates.ts';
+import { enforceReplayQuota } from '../projects/quotas.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { insertDelivery } from './enqueue.ts';
@@ -25,16 +26,24 @@ export interface DlqFilters {
  * destination, byte for byte, with the same event id (so the same `webhook-id`).
  * Runs inside the caller's transaction. PayloadGone when the retained bytes are gone.
  */
-async function replayInto(client: pg.PoolClient, sourceId: string, replayJobId: string): Promise<string> {
+async function replayInto(rt: Rt, client: pg.PoolClient, sourceId: string, replayJobId: string): Promise<string> {
   const { rows } = await client.query(
     `SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.destination_id, d.destination, d.dispatch_body, d.dispatch_content_type,
-            d.dispatch_headers, e.body IS NOT NULL AS has_event_body, e.content_type
-       FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1`,
+            d.dispatch_headers, e.body IS NOT NULL AS has_event_body, e.content_type,
+            p.tier, p.custom_quotas, p.overage_enabled, w.quota_overrides
+       FROM deliveries d JOIN events e ON e.id = d.event_id JOIN projects p ON p.id = d.project_id JOIN webhooks w ON w.id = d.webhook_id
+      WHERE d.id = $1`,
     [sourceId],
   );
   const s = rows[0];
   if (!s) throw new NotFound('delivery', sourceId);
   if (!s.dispatch_body && !s.has_event_body) throw new PayloadGone();
+  // Replay volume (24 h), monthly deliveries and backlog depth, counted in this transaction.
+  await enforceReplayQuota(rt as Runtime, client, {
+    project: { id: s.project_id, tier: s.tier, customQuotas: s.custom_quotas, overageEnabled: s.overage_enabled },
+    webhook: { id: s.webhook_id, quotaOverrides: s.quota_overrides },
+    count: 1,
+  });
   const { id } = await insertDelivery(client, {
     projectId: s.project_id,
     webhookId: s.webhook_id,
@@ -63,7 +72,7 @@ export async function replayDelivery(rt: Rt, projectId: string, deliveryId: stri
   if (!source) throw new NotFound('delivery', deliveryId);
   const jobId = newId('rpl');
   await inTransaction(rt.db.pool, async (client) => {
-    const newDeliveryId = await replayInto(client, deliveryId, jobId);
+    const newDeliveryId = await replayInto(rt, client, deliveryId, jobId);
     await insertReplayJob(client, { id: jobId, projectId, kind: 'single', sourceDeliveryId: deliveryId, filter: { deliveryIds: [newDeliveryId] }, status: 'completed', total: 1, created: 1 });
   });
   return getReplayJob(rt, projectId, jobId);
@@ -77,7 +86,7 @@ export async function redriveDlqEntry(rt: Rt, projectId: string, entryId: string
     // Re-check under a row lock: two concurrent re-drives of one entry must not both send.
     const { rows } = await client.query('SELECT redriven_at FROM dlq_entries WHERE id = $1 FOR UPDATE', [entryId]);
     if (rows[0]?.redriven_at) throw new InvalidState('This DLQ entry has already been re-driven.');
-    const newDeliveryId = await replayInto(client, entry.deliveryId, jobId);
+    const newDeliveryId = await replayInto(rt, client, entry.deliveryId, jobId);
     await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $2 WHERE id = $1', [entryId, newDeliveryId]);
     await insertReplayJob(client, { id: jobId, projectId, kind: 'redrive', sourceDeliveryId: entry.deliveryId, filter: { dlqEntryId: entryId, deliveryIds: [newDeliveryId] }, status: 'completed', total: 1, created: 1 });
   });
@@ -226,13 +235,20 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
             const { rows } = await client.query('SELECT 1 FROM deliveries WHERE replay_of_id = $1 AND replay_job_id = $2 LIMIT 1', [s.sourceId, job.id]);
             if (rows.length) throw new InvalidState('already replayed by this job');
           }
-          const replayId = await replayInto(client, s.sourceId, job.id);
+          const replayId = await replayInto(rt, client, s.sourceId, job.id);
           if (s.dlqId) await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $2 WHERE id = $1', [s.dlqId, replayId]);
         });
         created++;
       } catch (err) {
         if (err instanceof PayloadGone || err instanceof InvalidState) skipped++;
-        else throw err;
+        else if (err instanceof QuotaExceeded) {
+          // Out of replay quota: stop here; what was replayed stays replayed.
+          await rt.db.prisma.replayJob.update({
+            where: { id: job.id },
+            data: { status: 'stopped', created, completedAt: new Date(), filter: { ...filter, skipped, stoppedBy: err.toBody().error } as any },
+          });
+          return;
+        } else throw err;
       }
     }
     after = (sources[sources.length - 1] as any).pos;

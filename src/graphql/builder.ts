@@ -1,7 +1,7 @@
 import SchemaBuilder from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
-import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
+import { DateTimeResolver, JSONResolver, SafeIntResolver } from 'graphql-scalars';
 import type PrismaTypes from '../generated/pothos-types.ts';
 import { getDatamodel } from '../generated/pothos-types.ts';
 import type { Runtime } from '../runtime.ts';
@@ -26,6 +26,8 @@ export const builder = new SchemaBuilder<{
     JSON: { Input: unknown; Output: unknown };
     DateTime: { Input: Date; Output: Date | string };
     UnixTime: { Input: Date; Output: Date | string };
+    /** Integers beyond 32 bits (byte counts, quotas), up to 2^53 - 1. */
+    SafeInt: { Input: number; Output: number };
   };
 }>({
   plugins: [PrismaPlugin, RelayPlugin],
@@ -44,6 +46,7 @@ export const builder = new SchemaBuilder<{
 builder.addScalarType('JSON', JSONResolver);
 builder.addScalarType('DateTime', DateTimeResolver);
 builder.addScalarType('UnixTime', UnixTimeResolver);
+builder.addScalarType('SafeInt', SafeIntResolver);
 builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});

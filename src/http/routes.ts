@@ -14,6 +14,37 @@ export interface RestRoute {
 export const REST_ROUTES: RestRoute[] = [
   // projects
   { method: 'GET', path: '/project', field: 'Query.project' },
+  { method: 'PATCH', path: '/project', field: 'Mutation.updateProject' },
+  { method: 'GET', path: '/usage', field: 'Query.usage' },
+  { method: 'GET', path: '/project/api-keys', field: 'Query.apiKeys' },
+  { method: 'POST', path: '/project/api-keys', field: 'Mutation.createApiKey', status: 201 },
+  { method: 'POST', path: '/project/api-keys/:id/revoke', field: 'Mutation.revokeApiKey' },
+  { method: 'GET', path: '/project/audit-logs', field: 'Query.auditLogs' },
+  { method: 'GET', path: '/webhooks/:id/quota-overrides', field: 'Query.webhookQuotaOverrides' },
+  { method: 'PUT', path: '/webhooks/:id/quota-overrides', field: 'Mutation.setWebhookQuotaOverrides' },
+
+  // webhooks
+  { method: 'GET', path: '/webhooks', field: 'Query.webhooks' },
+  { method: 'POST', path: '/webhooks', field: 'Mutation.createWebhook', status: 201 },
+  { method: 'GET', path: '/webhooks/:id', field: 'Query.webhook' },
+  { method: 'PATCH', path: '/webhooks/:id', field: 'Mutation.updateWebhook' },
+  { method: 'POST', path: '/webhooks/:id/pause', field: 'Mutation.pauseWebhook' },
+  { method: 'POST', path: '/webhooks/:id/resume', field: 'Mutation.resumeWebhook' },
+  { method: 'POST', path: '/webhooks/:id/archive', field: 'Mutation.archiveWebhook' },
+  { method: 'POST', path: '/webhooks/:id/restore', field: 'Mutation.restoreWebhook' },
+  { method: 'POST', path: '/webhooks/:id/destroy', field: 'Mutation.destroyWebhook' },
+  { method: 'POST', path: '/webhooks/:id/rotate-ingest-secret', field: 'Mutation.rotateIngestSecret' },
+  { method: 'POST', path: '/webhooks/:id/rotate-signing-secret', field: 'Mutation.rotateSigningSecret' },
+  { method: 'GET', path: '/webhooks/:id/secrets', field: 'Query.webhookSecrets' },
+  { method: 'GET', path: '/webhooks/:id/destinations', field: 'Query.webhookDestinations' },
+  { method: 'POST', path: '/webhooks/:id/destinations', field: 'Mutation.createDestination', status: 201 },
+  { method: 'PATCH', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.updateDestination' },
+  { method: 'DELETE', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.deleteDestination' },
+  { method: 'GET', path: '/webhooks/:id/routing', field: 'Query.webhookRouting' },
+  { method: 'PUT', path: '/webhooks/:id/routing', field: 'Mutation.setWebhookRouting' },
+  { method: 'GET', path: '/webhooks/:id/transform', field: 'Query.webhookTransform' },
+  { method: 'PUT', path: '/webhooks/:id/transform', field: 'Mutation.setWebhookTransform' },
+  { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery' },
 
   // deliveries, replay, DLQ
   { method: 'GET', path: '/deliveries', field: 'Query.deliveries' },

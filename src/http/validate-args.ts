@@ -77,6 +77,11 @@ function coerce(type: GraphQLInputType, value: unknown, param: string): unknown 
         if (Math.abs(n) > 2_147_483_647) fail(param, 'an integer');
         return n;
       }
+      case 'SafeInt': {
+        const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*[-+]?\d+\s*$/.test(value) ? Number(value) : NaN;
+        if (!Number.isSafeInteger(n)) fail(param, 'an integer');
+        return n;
+      }
       case 'Float': {
         const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
         if (!Number.isFinite(n)) fail(param, 'a number');

@@ -1,18 +1,336 @@
 import type pg from 'pg';
+import { QuotaExceeded, type QuotaName } from '../errors.ts';
 import type { Runtime } from '../runtime.ts';
+import { hasFeature } from './gates.ts';
+import { QUOTA_NAMES, TIER_QUOTAS, type TierQuotas } from './tiers.ts';
+import type { Tier } from '../config.ts';
+
+/**
+ * Effective quotas and the checks that enforce them.
+ *
+ * Limits: the tier table, then an Enterprise project's custom quotas, then a webhook's
+ * overrides, which may only tighten (a webhook's limit is the smaller of the two).
+ *
+ * Usage lives in PostgreSQL (usage_counters, rate_limit_windows), shared by every process.
+ * Deliveries, backlog depth and stored payload bytes are counted by triggers on deliveries and
+ * events (migration usage_counter_triggers), so every writer keeps them right; the checks here
+ * read them. Counters are sharded by connection so busy projects do not queue on one row lock.
+ *
+ * Exactness: a project (or webhook) whose ingest rate limit is at most EXACT_RATE_LIMIT
+ * req/s, which covers every tier table value, takes a transaction-level advisory lock first, so
+ * concurrent requests are checked one after another and no limit is overshot. Above that, the
+ * check is a single statement without that lock: concurrent ingests may overshoot a limit by at
+ * most the number of ingest transactions in flight, which keeps quota checks off the
+ * throughput path of high-volume custom quotas.
+ */
+
+export type ProjectQuotaSource = { id: string; tier: string; customQuotas: unknown; overageEnabled?: boolean };
+export type WebhookQuotaSource = { id: string; quotaOverrides: unknown };
+
+/** Quotas a webhook override may tighten (monthly deliveries are per project only). */
+export const OVERRIDABLE_QUOTAS = [
+  'ingest_rate',
+  'stored_payload_bytes',
+  'file_storage_bytes',
+  'backlog_depth',
+  'replay_volume',
+  'history_retention_seconds',
+  'payload_retention_seconds',
+] as const satisfies readonly (keyof TierQuotas)[];
+export type OverridableQuota = (typeof OVERRIDABLE_QUOTAS)[number];
+export type QuotaOverrides = Partial<Record<OverridableQuota, number>>;
+
+export const EXACT_RATE_LIMIT = 200;
+
+function tierTable(tier: string): TierQuotas {
+  return TIER_QUOTAS[tier as Tier] ?? TIER_QUOTAS.free;
+}
+
+function isQuotaValue(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+/** The project's limits: its tier's, with Enterprise custom quotas on top. */
+export function projectQuotas(project: Pick<ProjectQuotaSource, 'tier' | 'customQuotas'>): TierQuotas {
+  const quotas = { ...tierTable(project.tier) };
+  if (project.tier === 'enterprise' && project.customQuotas && typeof project.customQuotas === 'object') {
+    for (const name of QUOTA_NAMES) {
+      const v = (project.customQuotas as Record<string, unknown>)[name];
+      if (isQuotaValue(v)) quotas[name] = v;
+    }
+  }
+  return quotas;
+}
+
+/** The webhook's stored overrides (well-formed entries only). */
+export function webhookOverrides(webhook: Pick<WebhookQuotaSource, 'quotaOverrides'>): QuotaOverrides {
+  const out: QuotaOverrides = {};
+  const raw = webhook.quotaOverrides;
+  if (!raw || typeof raw !== 'object') return out;
+  for (const name of OVERRIDABLE_QUOTAS) {
+    const v = (raw as Record<string, unknown>)[name];
+    if (isQuotaValue(v)) out[name] = v;
+  }
+  return out;
+}
+
+/** The limits that apply to one webhook: the project's, tightened by the webhook's overrides. */
+export function webhookQuotas(project: Pick<ProjectQuotaSource, 'tier' | 'customQuotas'>, webhook: Pick<WebhookQuotaSource, 'quotaOverrides'>): TierQuotas {
+  const quotas = projectQuotas(project);
+  for (const [name, v] of Object.entries(webhookOverrides(webhook)) as [OverridableQuota, number][]) {
+    quotas[name] = Math.min(quotas[name], v);
+  }
+  return quotas;
+}
+
+/** Whether the project may pass its monthly delivery limit (paid tier and opted in). */
+export function overageActive(project: Pick<ProjectQuotaSource, 'tier' | 'overageEnabled'>): boolean {
+  return !!project.overageEnabled && hasFeature(project.tier, 'overage');
+}
+
+type Check = { quota: QuotaName; scope: 'project' | 'webhook'; limit: number; current: number; delta: number; retryAfterSec?: number };
+
+function firstExceeded(checks: Check[]): void {
+  for (const c of checks) {
+    if (c.current + c.delta > c.limit) throw new QuotaExceeded(c);
+  }
+}
+
+type Queryable = pg.PoolClient | pg.Pool;
+
+/**
+ * Serialises quota checks of one project (or webhook) until the caller's transaction ends.
+ * Without a transaction (no client) there is nothing to hold it.
+ */
+async function lockQuotaScope(client: pg.PoolClient | null, scope: string): Promise<void> {
+  if (!client) return;
+  await client.query({ name: 'quota_lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 727003))', values: [scope] });
+}
+
+function exactScope(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null | undefined, pq: TierQuotas, wq: TierQuotas | null): string | null {
+  if (pq.ingest_rate <= EXACT_RATE_LIMIT) return `project:${project.id}`;
+  if (webhook && wq && wq.ingest_rate <= EXACT_RATE_LIMIT) return `webhook:${webhook.id}`;
+  return null;
+}
+
+const counterSum = (where: string) => `(SELECT coalesce(sum(value), 0) FROM usage_counters WHERE ${where})::bigint`;
+
+// One round trip: count this request in the current one-second window (the project's key and,
+// when the webhook overrides ingest_rate, the webhook's), and read every counter the checks
+// need. Reads see the statement's snapshot, i.e. the counts before this request.
+const INGEST_QUOTA_SQL = `
+WITH t AS (
+  SELECT floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
+         to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month,
+         ceil(extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month' - (now() AT TIME ZONE 'UTC')))::int AS month_left
+), hits AS (
+  INSERT INTO rate_limit_windows AS r (key, shard, window_start, count)
+  SELECT k.key, usage_counter_shard(), t.w, 1 FROM t, unnest($3::text[]) WITH ORDINALITY AS k(key, i) ORDER BY k.i
+  ON CONFLICT (key, shard) DO UPDATE
+    SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
+        window_start = excluded.window_start
+  RETURNING 1
+)
+SELECT
+  (SELECT count(*) FROM hits)::int AS hits,
+  t.month_left,
+  (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:p:' || $1 AND window_start = t.w)::bigint AS project_rate,
+  (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:w:' || $2 AND window_start = t.w)::bigint AS webhook_rate,
+  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'deliveries' AND period = t.month`)} AS monthly_deliveries,
+  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'backlog_depth' AND period = 'current'`)} AS project_backlog,
+  ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'backlog_depth' AND period = 'current'`)} AS webhook_backlog,
+  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'stored_payload_bytes' AND period = 'current'`)} AS project_stored,
+  ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'stored_payload_bytes' AND period = 'current'`)} AS webhook_stored
+FROM t`;
 
 export interface IngestQuotaInput {
-  project: { id: string; tier: string; customQuotas: unknown; overageEnabled: boolean };
-  webhook: { id: string; quotaOverrides: unknown };
+  project: ProjectQuotaSource;
+  webhook: WebhookQuotaSource;
   /** Size of the payload that would be retained. */
   bodyBytes: number;
 }
 
 /**
- * Quota checks on the ingest path: ingest rate (429), stored payload bytes and backlog
- * depth (409), monthly deliveries (429). Throws QuotaExceeded with the contract's fields.
- * `client` is the ingest transaction's connection when the caller holds one.
+ * Quota checks on the ingest path: ingest rate (429), monthly deliveries (429), backlog depth
+ * and stored payload bytes (409), for the project and, where the webhook overrides them, the
+ * webhook. Throws QuotaExceeded with the contract's fields.
+ *
+ * Call it inside the ingest transaction (`client`), before inserting the event and its
+ * delivery: this request's rate-limit hit is part of that transaction, and the inserts
+ * themselves count the delivery, backlog and payload bytes (triggers). When it throws, roll back.
  */
-export async function enforceIngestQuotas(_rt: Runtime, _client: pg.PoolClient | null, _input: IngestQuotaInput): Promise<void> {
-  // Filled in by the tiers-and-quotas work (issue 6); the ingest path already calls it.
+export async function enforceIngestQuotas(rt: Runtime, client: pg.PoolClient | null, input: IngestQuotaInput): Promise<void> {
+  const { project, webhook } = input;
+  const db: Queryable = client ?? rt.db.pool;
+  const pq = projectQuotas(project);
+  const overrides = webhookOverrides(webhook);
+  const wq = webhookQuotas(project, webhook);
+  const scope = exactScope(project, webhook, pq, wq);
+  if (scope) await lockQuotaScope(client, scope);
+
+  const rateKeys = [`ingest:p:${project.id}`];
+  if (overrides.ingest_rate !== undefined) rateKeys.push(`ingest:w:${webhook.id}`);
+  const { rows } = await db.query({ name: 'ingest_quota', text: INGEST_QUOTA_SQL, values: [project.id, webhook.id, rateKeys] });
+  const r = rows[0];
+  const bytes = Math.max(0, Math.floor(input.bodyBytes));
+
+  const checks: Check[] = [{ quota: 'ingest_rate', scope: 'project', limit: pq.ingest_rate, current: r.project_rate, delta: 1, retryAfterSec: 1 }];
+  if (overrides.ingest_rate !== undefined) {
+    checks.push({ quota: 'ingest_rate', scope: 'webhook', limit: wq.ingest_rate, current: r.webhook_rate, delta: 1, retryAfterSec: 1 });
+  }
+  if (!overageActive(project)) {
+    checks.push({ quota: 'monthly_deliveries', scope: 'project', limit: pq.monthly_deliveries, current: r.monthly_deliveries, delta: 1, retryAfterSec: r.month_left });
+  }
+  checks.push({ quota: 'backlog_depth', scope: 'project', limit: pq.backlog_depth, current: r.project_backlog, delta: 1 });
+  if (overrides.backlog_depth !== undefined) {
+    checks.push({ quota: 'backlog_depth', scope: 'webhook', limit: wq.backlog_depth, current: r.webhook_backlog, delta: 1 });
+  }
+  checks.push({ quota: 'stored_payload_bytes', scope: 'project', limit: pq.stored_payload_bytes, current: r.project_stored, delta: bytes });
+  if (overrides.stored_payload_bytes !== undefined) {
+    checks.push({ quota: 'stored_payload_bytes', scope: 'webhook', limit: wq.stored_payload_bytes, current: r.webhook_stored, delta: bytes });
+  }
+  firstExceeded(checks);
+}
+
+// ---------------------------------------------------------------- replays
+
+const HOUR_MS = 3_600_000;
+
+/** usage_counters period of the UTC hour containing `ms`: "2026-11-21T14". */
+export function hourPeriod(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 13);
+}
+
+function hourStartMs(period: string): number {
+  return Date.parse(`${period}:00:00Z`);
+}
+
+const REPLAY_USAGE_SQL = `
+SELECT (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
+  to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month,
+  ceil(extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month' - (now() AT TIME ZONE 'UTC')))::int AS month_left,
+  (SELECT coalesce(json_agg(json_build_array(webhook_id, period, v)), '[]') FROM (
+     SELECT webhook_id, period, sum(value)::bigint AS v FROM usage_counters
+     WHERE project_id = $1 AND webhook_id = ANY($2::text[]) AND metric = 'replays'
+       AND period >= to_char(date_trunc('hour', now() AT TIME ZONE 'UTC') - interval '23 hours', 'YYYY-MM-DD"T"HH24')
+     GROUP BY webhook_id, period) b) AS buckets,
+  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'deliveries' AND period = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`)} AS monthly_deliveries,
+  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'backlog_depth' AND period = 'current'`)} AS project_backlog,
+  ${counterSum(`project_id = $1 AND webhook_id = $3 AND metric = 'backlog_depth' AND period = 'current'`)} AS webhook_backlog`;
+
+/** When enough of the last 24 hours' replays leave the window for `count` more to fit. */
+function replayRetryAfter(buckets: [string, number][], nowMs: number, current: number, count: number, limit: number): number | undefined {
+  if (count > limit) return undefined;
+  let freed = 0;
+  for (const [period, v] of buckets.sort((a, b) => a[0].localeCompare(b[0]))) {
+    freed += v;
+    if (current - freed + count <= limit) return Math.max(1, Math.ceil((hourStartMs(period) + 24 * HOUR_MS - nowMs) / 1000));
+  }
+  return undefined;
+}
+
+export interface ReplayQuotaInput {
+  project: ProjectQuotaSource;
+  /** The webhook whose deliveries are replayed; null for a replay that spans webhooks (project scope only). */
+  webhook?: WebhookQuotaSource | null;
+  /** Number of deliveries this replay (or re-drive) creates. */
+  count: number;
+}
+
+/**
+ * Replay volume per rolling 24 hours (hourly buckets), checked and counted for the project and,
+ * where the webhook overrides replay_volume, the webhook (429 with retryAfterSec). Replays also
+ * create deliveries, so monthly deliveries (429) and backlog depth (409) are checked for `count`.
+ *
+ * For the delivery engine: call it inside the transaction that creates the replay (or re-drive)
+ * deliveries, before inserting them; the count is recorded in that transaction, so roll back
+ * when it throws.
+ */
+export async function enforceReplayQuota(rt: Runtime, client: pg.PoolClient | null, input: ReplayQuotaInput): Promise<void> {
+  const { project } = input;
+  const webhook = input.webhook ?? null;
+  const count = Math.max(0, Math.floor(input.count));
+  if (count === 0) return;
+  const db: Queryable = client ?? rt.db.pool;
+  await lockQuotaScope(client, `project:${project.id}`);
+  const pq = projectQuotas(project);
+  const overrides = webhook ? webhookOverrides(webhook) : {};
+  const wq = webhook ? webhookQuotas(project, webhook) : pq;
+  const scopes = webhook ? ['', webhook.id] : [''];
+  const { rows } = await db.query({ name: 'replay_quota', text: REPLAY_USAGE_SQL, values: [project.id, scopes, webhook?.id ?? ''] });
+  const r = rows[0];
+  const buckets = (r.buckets as [string, string, number][]).map(([w, p, v]) => ({ w, p, v: Number(v) }));
+  const of = (w: string) => buckets.filter((b) => b.w === w).map((b) => [b.p, b.v] as [string, number]);
+  const projectReplays = of('').reduce((s, [, v]) => s + v, 0);
+  const checks: Check[] = [
+    { quota: 'replay_volume', scope: 'project', limit: pq.replay_volume, current: projectReplays, delta: count, retryAfterSec: replayRetryAfter(of(''), r.now_ms, projectReplays, count, pq.replay_volume) },
+  ];
+  if (webhook && overrides.replay_volume !== undefined) {
+    const webhookReplays = of(webhook.id).reduce((s, [, v]) => s + v, 0);
+    checks.push({ quota: 'replay_volume', scope: 'webhook', limit: wq.replay_volume, current: webhookReplays, delta: count, retryAfterSec: replayRetryAfter(of(webhook.id), r.now_ms, webhookReplays, count, wq.replay_volume) });
+  }
+  if (!overageActive(project)) {
+    checks.push({ quota: 'monthly_deliveries', scope: 'project', limit: pq.monthly_deliveries, current: r.monthly_deliveries, delta: count, retryAfterSec: r.month_left });
+  }
+  checks.push({ quota: 'backlog_depth', scope: 'project', limit: pq.backlog_depth, current: r.project_backlog, delta: count });
+  if (webhook && overrides.backlog_depth !== undefined) {
+    checks.push({ quota: 'backlog_depth', scope: 'webhook', limit: wq.backlog_depth, current: r.webhook_backlog, delta: count });
+  }
+  firstExceeded(checks);
+  await db.query({
+    name: 'replay_count',
+    text: `INSERT INTO usage_counters AS u (project_id, webhook_id, metric, period, shard, value)
+           SELECT $1, w, 'replays', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24'), 0, $3 FROM unnest($2::text[]) WITH ORDINALITY AS s(w, i) ORDER BY s.i
+           ON CONFLICT (project_id, webhook_id, metric, period, shard) DO UPDATE SET value = u.value + excluded.value`,
+    values: [project.id, scopes, count],
+  });
+}
+
+// ---------------------------------------------------------------- file storage
+
+export interface FileStorageQuotaInput {
+  project: ProjectQuotaSource;
+  webhook: WebhookQuotaSource | null;
+  /** Bytes of file content about to be stored. */
+  bytes: number;
+}
+
+async function addFileStorage(db: Queryable, projectId: string, webhookId: string | null, bytes: number) {
+  await db.query({
+    name: 'file_storage_add',
+    text: `INSERT INTO usage_counters AS u (project_id, webhook_id, metric, period, shard, value)
+           SELECT $1, w, 'file_storage_bytes', 'current', usage_counter_shard(), $3 FROM unnest($2::text[]) WITH ORDINALITY AS s(w, i) ORDER BY s.i
+           ON CONFLICT (project_id, webhook_id, metric, period, shard) DO UPDATE SET value = u.value + excluded.value`,
+    values: [projectId, webhookId ? ['', webhookId] : [''], bytes],
+  });
+}
+
+/**
+ * File storage bytes (409), for the project and, where overridden, the webhook. Checks and
+ * counts `bytes` in the caller's transaction; when the files are deleted, call releaseFileStorage
+ * in the deleting transaction.
+ */
+export async function enforceFileStorageQuota(rt: Runtime, client: pg.PoolClient | null, input: FileStorageQuotaInput): Promise<void> {
+  const { project, webhook } = input;
+  const bytes = Math.max(0, Math.floor(input.bytes));
+  const db: Queryable = client ?? rt.db.pool;
+  await lockQuotaScope(client, `project:${project.id}`);
+  const pq = projectQuotas(project);
+  const { rows } = await db.query({
+    name: 'file_storage_usage',
+    text: `SELECT ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'file_storage_bytes' AND period = 'current'`)} AS project_bytes,
+                  ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'file_storage_bytes' AND period = 'current'`)} AS webhook_bytes`,
+    values: [project.id, webhook?.id ?? ''],
+  });
+  const checks: Check[] = [{ quota: 'file_storage_bytes', scope: 'project', limit: pq.file_storage_bytes, current: rows[0].project_bytes, delta: bytes }];
+  if (webhook && webhookOverrides(webhook).file_storage_bytes !== undefined) {
+    checks.push({ quota: 'file_storage_bytes', scope: 'webhook', limit: webhookQuotas(project, webhook).file_storage_bytes, current: rows[0].webhook_bytes, delta: bytes });
+  }
+  firstExceeded(checks);
+  await addFileStorage(db, project.id, webhook?.id ?? null, bytes);
+}
+
+/** Gives back file storage counted by enforceFileStorageQuota (deleted or expired files). */
+export async function releaseFileStorage(db: Queryable, input: { projectId: string; webhookId: string | null; bytes: number }): Promise<void> {
+  await addFileStorage(db, input.projectId, input.webhookId, -Math.max(0, Math.floor(input.bytes)));
 }

@@ -4,6 +4,9 @@ import { newId, randomToken } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
 import { sha256Hex } from '../secrets.ts';
 import type { Auth } from '../graphql/builder.ts';
+import { paginate, type PageRequest } from '../pagination/cursor.ts';
+import { ADMIN_ACTOR, recordAudit } from './audit.ts';
+import { hasFeature, requireFeature } from './gates.ts';
 import { QUOTA_NAMES } from './tiers.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -17,7 +20,11 @@ export async function createProject(rt: Rt, input: { name: string; tier?: string
   const name = input.name?.trim();
   if (!name) throw new InvalidRequest('name is required', 'name');
   const tier = assertTier(input.tier ?? 'free');
-  const project = await rt.db.prisma.project.create({ data: { id: newId('prj'), name, tier } });
+  const project = await rt.db.prisma.$transaction(async (tx) => {
+    const p = await tx.project.create({ data: { id: newId('prj'), name, tier } });
+    await recordAudit(tx, { projectId: p.id, actor: ADMIN_ACTOR, action: 'project.created', targetType: 'project', targetId: p.id, data: { name, tier } });
+    return p;
+  });
   const { apiKey, secret } = await createApiKey(rt, project.id, 'default');
   return { project, apiKey, secret };
 }
@@ -28,25 +35,68 @@ export async function getProject(rt: Rt, projectId: string) {
   return project;
 }
 
+/** Operator CLI. A tier without overage switches overage off. */
 export async function setProjectTier(rt: Rt, projectId: string, tier: string) {
-  await getProject(rt, projectId);
-  return rt.db.prisma.project.update({ where: { id: projectId }, data: { tier: assertTier(tier) } });
+  const before = await getProject(rt, projectId);
+  const next = assertTier(tier);
+  return rt.db.prisma.$transaction(async (tx) => {
+    const project = await tx.project.update({
+      where: { id: projectId },
+      data: { tier: next, ...(hasFeature(next, 'overage') ? {} : { overageEnabled: false }) },
+    });
+    await recordAudit(tx, { projectId, actor: ADMIN_ACTOR, action: 'project.tier_changed', targetType: 'project', targetId: projectId, data: { from: before.tier, to: next } });
+    return project;
+  });
+}
+
+/**
+ * PATCH /v1/project. Overage (passing the monthly delivery limit) is for paid tiers: 403 on Free,
+ * whichever value is sent.
+ */
+export async function updateProject(rt: Rt, projectId: string, input: { overageEnabled?: boolean | null; name?: string | null }, actor: string) {
+  const project = await getProject(rt, projectId);
+  const data: { overageEnabled?: boolean; name?: string } = {};
+  if (input.overageEnabled !== undefined && input.overageEnabled !== null) {
+    requireFeature(project.tier, 'overage');
+    data.overageEnabled = input.overageEnabled;
+  }
+  if (input.name !== undefined && input.name !== null) {
+    const name = input.name.trim();
+    if (!name || name.length > 200) throw new InvalidRequest('name must be 1 to 200 characters.', 'name');
+    data.name = name;
+  }
+  if (Object.keys(data).length === 0) return project;
+  return rt.db.prisma.$transaction(async (tx) => {
+    const updated = await tx.project.update({ where: { id: projectId }, data });
+    await recordAudit(tx, { projectId, actor, action: 'project.updated', targetType: 'project', targetId: projectId, data });
+    return updated;
+  });
 }
 
 /** Creates a key; the plaintext (`sk_…`) is returned here only and stored as a SHA-256 hash. */
-export async function createApiKey(rt: Rt, projectId: string, name = 'default') {
+export async function createApiKey(rt: Rt, projectId: string, name = 'default', actor = ADMIN_ACTOR) {
+  const keyName = name.trim() || 'default';
+  if (keyName.length > 200) throw new InvalidRequest('name must be at most 200 characters.', 'name');
   const secret = randomToken('sk', 32);
-  const apiKey = await rt.db.prisma.apiKey.create({
-    data: { id: newId('key'), projectId, name, prefix: secret.slice(0, 10), hash: sha256Hex(secret) },
+  const apiKey = await rt.db.prisma.$transaction(async (tx) => {
+    const key = await tx.apiKey.create({
+      data: { id: newId('key'), projectId, name: keyName, prefix: secret.slice(0, 10), hash: sha256Hex(secret) },
+    });
+    await recordAudit(tx, { projectId, actor, action: 'api_key.created', targetType: 'api_key', targetId: key.id, data: { name: keyName } });
+    return key;
   });
   return { apiKey, secret };
 }
 
-export async function revokeApiKey(rt: Rt, projectId: string, keyId: string) {
+export async function revokeApiKey(rt: Rt, projectId: string, keyId: string, actor = ADMIN_ACTOR) {
   const key = await rt.db.prisma.apiKey.findFirst({ where: { id: keyId, projectId } });
   if (!key) throw new NotFound('API key', keyId);
   if (key.revokedAt) return key;
-  const revoked = await rt.db.prisma.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+  const revoked = await rt.db.prisma.$transaction(async (tx) => {
+    const updated = await tx.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+    await recordAudit(tx, { projectId, actor, action: 'api_key.revoked', targetType: 'api_key', targetId: key.id, data: {} });
+    return updated;
+  });
   forgetCachedKeys(rt);
   await rt.db.pool.query('SELECT pg_notify($1, $2)', ['app_events', JSON.stringify({ t: API_KEYS_TOPIC, p: { id: key.id } })]);
   return revoked;
@@ -54,6 +104,13 @@ export async function revokeApiKey(rt: Rt, projectId: string, keyId: string) {
 
 export async function listApiKeys(rt: Rt, projectId: string) {
   return rt.db.prisma.apiKey.findMany({ where: { projectId }, orderBy: { id: 'desc' } });
+}
+
+/** GET /v1/project/api-keys: newest first, cursor-paginated; revoked keys included (with revokedAt). */
+export async function listApiKeysPage(rt: Rt, projectId: string, req: PageRequest) {
+  return paginate(req, `api-keys:${projectId}`, {}, (after, take) =>
+    rt.db.prisma.apiKey.findMany({ where: { projectId, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
+  );
 }
 
 const AUTH_CACHE_TTL_MS = 10_000;
@@ -84,11 +141,14 @@ export async function authenticate(rt: Rt, authorization: string | undefined | n
   const hit = cache.get(hash);
   if (hit && hit.until > Date.now()) return hit.auth;
   // A hash lookup: the comparison happens inside the unique index, on a digest the caller cannot steer.
-  const { rows } = await rt.db.pool.query<{ id: string; project_id: string }>(
-    'SELECT id, project_id FROM api_keys WHERE hash = $1 AND revoked_at IS NULL',
+  const { rows } = await rt.db.pool.query<{ id: string; project_id: string; stale: boolean }>(
+    `SELECT id, project_id, (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale
+     FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`,
     [hash],
   );
   if (rows.length === 0) throw new Unauthorized('The API key is unknown or revoked.');
+  // lastUsedAt to the minute: one write per key per minute at most, off the request's path.
+  if (rows[0].stale) rt.db.pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [rows[0].id]).catch(() => {});
   const auth = { projectId: rows[0].project_id, apiKeyId: rows[0].id };
   if (cache.size > 10_000) cache.clear();
   cache.set(hash, { auth, until: Date.now() + AUTH_CACHE_TTL_MS });
@@ -118,8 +178,12 @@ export async function setProjectQuota(rt: Rt, projectId: string, quota: string, 
   const custom = { ...(project.customQuotas as Record<string, number>) };
   if (value === 'default') delete custom[quota];
   else {
-    if (!/^\d+$/.test(value)) throw new InvalidRequest('value must be a non-negative integer', 'value');
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidRequest('value must be a non-negative integer', 'value');
     custom[quota] = Number(value);
   }
-  return rt.db.prisma.project.update({ where: { id: projectId }, data: { customQuotas: custom } });
+  return rt.db.prisma.$transaction(async (tx) => {
+    const updated = await tx.project.update({ where: { id: projectId }, data: { customQuotas: custom } });
+    await recordAudit(tx, { projectId, actor: ADMIN_ACTOR, action: 'project.quota_set', targetType: 'project', targetId: projectId, data: { quota, value: custom[quota] ?? null } });
+    return updated;
+  });
 }

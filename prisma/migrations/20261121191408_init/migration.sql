@@ -48,9 +48,10 @@ CREATE TABLE "usage_counters" (
     "webhook_id" TEXT NOT NULL DEFAULT '',
     "metric" TEXT NOT NULL,
     "period" TEXT NOT NULL,
+    "shard" INTEGER NOT NULL DEFAULT 0,
     "value" BIGINT NOT NULL DEFAULT 0,
 
-    CONSTRAINT "usage_counters_pkey" PRIMARY KEY ("project_id","webhook_id","metric","period")
+    CONSTRAINT "usage_counters_pkey" PRIMARY KEY ("project_id","webhook_id","metric","period","shard")
 );
 
 -- CreateTable
@@ -240,10 +241,11 @@ CREATE TABLE "replay_jobs" (
 -- CreateTable
 CREATE TABLE "rate_limit_windows" (
     "key" TEXT NOT NULL,
+    "shard" INTEGER NOT NULL DEFAULT 0,
     "window_start" BIGINT NOT NULL,
     "count" INTEGER NOT NULL DEFAULT 0,
 
-    CONSTRAINT "rate_limit_windows_pkey" PRIMARY KEY ("key","window_start")
+    CONSTRAINT "rate_limit_windows_pkey" PRIMARY KEY ("key","shard")
 );
 
 -- CreateIndex

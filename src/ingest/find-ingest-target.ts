@@ -1,0 +1,59 @@
+import type pg from 'pg';
+import type { DestinationSnapshot } from '../destinations/config.ts';
+import type { RoutingRule } from '../routing/rules.ts';
+
+/** Everything ingest needs about a webhook, read fresh on every request. */
+export interface IngestTarget {
+  webhookId: string;
+  projectId: string;
+  status: 'active' | 'paused' | 'archived';
+  deliveryMode: 'parallel' | 'strict_fifo';
+  defaultDelaySeconds: number | null;
+  routing: RoutingRule[];
+  quotaOverrides: Record<string, unknown>;
+  project: { id: string; tier: string; customQuotas: Record<string, unknown>; overageEnabled: boolean };
+  /** Sealed ingest secrets valid now: the current one and any still in a rotation's grace period. */
+  ingestSecrets: string[];
+  /** The default destination and those the rules name. */
+  destinations: (DestinationSnapshot & { isDefault: boolean })[];
+}
+
+/** What a publicId looks like (hook_ + lower-case hex or base32): anything else is unknown without a query. */
+export const PUBLIC_ID = /^hook_[0-9a-z]{16,64}$/;
+
+/**
+ * Opens the ingest transaction and reads the webhook, its project, its valid ingest
+ * secrets and the destinations routing can pick, in ONE round trip: `BEGIN` and the
+ * lookup travel together as a simple-protocol query, which takes no parameters, so the
+ * publicId is inlined as a literal (it matched PUBLIC_ID, and is escaped regardless).
+ */
+export async function beginAndFindIngestTarget(client: pg.PoolClient, publicId: string): Promise<IngestTarget | null> {
+  if (!PUBLIC_ID.test(publicId)) throw new Error('malformed publicId');
+  const results = (await client.query(`BEGIN;
+SELECT w.id, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides,
+       p.tier, p.custom_quotas, p.overage_enabled,
+       ARRAY(SELECT s.secret_enc FROM webhook_secrets s
+              WHERE s.webhook_id = w.id AND s.kind = 'ingest' AND (s.expires_at IS NULL OR s.expires_at > now())
+              ORDER BY s.version DESC) AS ingest_secrets,
+       (SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'type', d.type, 'config', d.config, 'isDefault', d.is_default)), '[]')
+          FROM destinations d
+         WHERE d.webhook_id = w.id
+           AND (d.is_default OR d.id IN (SELECT r->>'destinationId' FROM jsonb_array_elements(w.routing) r))) AS destinations
+  FROM webhooks w
+  JOIN projects p ON p.id = w.project_id
+ WHERE w.public_id = ${client.escapeLiteral(publicId)}`)) as unknown as pg.QueryResult[];
+  const r = results[1].rows[0];
+  if (!r) return null;
+  return {
+    webhookId: r.id,
+    projectId: r.project_id,
+    status: r.status,
+    deliveryMode: r.delivery_mode,
+    defaultDelaySeconds: r.default_delay_seconds,
+    routing: r.routing,
+    quotaOverrides: r.quota_overrides,
+    project: { id: r.project_id, tier: r.tier, customQuotas: r.custom_quotas, overageEnabled: r.overage_enabled },
+    ingestSecrets: r.ingest_secrets,
+    destinations: r.destinations,
+  };
+}

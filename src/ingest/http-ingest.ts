@@ -1,0 +1,97 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidRequest, MethodNotAllowed, NotFound, WebhookPaused } from '../errors.ts';
+import { readBody } from '../http/body.ts';
+import { sendError, sendJson } from '../http/respond.ts';
+import type { Runtime } from '../runtime.ts';
+import { acceptEvent, type Admission } from './accept-event.ts';
+import { hasStandardSignature, presentedSecret, producerUnauthorized, secretMatches, signatureMatches } from './authenticate-producer.ts';
+import { DELIVER_AT_HEADER, parseDeliverAt } from './deliver-at.ts';
+import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+
+export const INGEST_BODY_LIMIT = 10 * 1024 * 1024;
+const PREFIX = '/i/';
+// Credentials the producer showed are not part of the event.
+const STRIPPED_HEADERS = new Set(['authorization', 'x-webhook-secret']);
+
+function eventHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !STRIPPED_HEADERS.has(name)) out[name] = value;
+  }
+  return out;
+}
+
+function eventQuery(params: URLSearchParams): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of params) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+/** When the delivery runs: `x-service-deliver-at` (400 when malformed or on strict_fifo), else the webhook's default delay. */
+function scheduleFor(target: IngestTarget, headers: IncomingHttpHeaders): Date | null {
+  const raw = headers[DELIVER_AT_HEADER];
+  if (typeof raw === 'string') {
+    if (target.deliveryMode === 'strict_fifo') {
+      throw new InvalidRequest(`${DELIVER_AT_HEADER} cannot be used on a strict_fifo webhook.`, DELIVER_AT_HEADER);
+    }
+    return parseDeliverAt(raw);
+  }
+  return target.defaultDelaySeconds ? new Date(Date.now() + target.defaultDelaySeconds * 1000) : null;
+}
+
+/**
+ * The producer shows the ingest secret (`Authorization: Bearer` or `x-webhook-secret`) or
+ * signs the request the Standard Webhooks way; any valid version of the ingest secret
+ * counts. Then validation (400) and state (409), in the contract's order.
+ */
+function admitHttp(req: IncomingMessage, body: Buffer): Admission {
+  return (target) => {
+    const secret = presentedSecret(req.headers);
+    const authenticated =
+      secret !== undefined ? secretMatches(secret, target.ingestSecrets) : hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets);
+    if (!authenticated) throw producerUnauthorized();
+    const runAt = scheduleFor(target, req.headers);
+    if (target.status === 'paused') throw new WebhookPaused();
+    return runAt;
+  };
+}
+
+/**
+ * `/i/{publicId}[/path]`: HTTP ingest. Any method but GET. Unknown or archived webhooks
+ * are 404, paused ones 409. Answers 202 once the event and its delivery are committed.
+ * The body (at most 10 MB, refused while streaming) is read before the webhook is looked
+ * up, so the lookup can open the transaction in the same round trip.
+ */
+export function createHttpIngestHandler(rt: Runtime) {
+  return async function handleHttpIngest(req: IncomingMessage, res: ServerResponse, url: URL) {
+    try {
+      if (req.method === 'GET' || req.method === 'HEAD') throw new MethodNotAllowed(['POST', 'PUT', 'PATCH', 'DELETE']);
+      const rest = url.pathname.slice(PREFIX.length);
+      const slash = rest.indexOf('/');
+      const publicId = slash === -1 ? rest : rest.slice(0, slash);
+      if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
+      const body = await readBody(req, INGEST_BODY_LIMIT);
+      const accepted = await acceptEvent(
+        rt,
+        publicId,
+        {
+          channel: 'http',
+          method: req.method ?? 'POST',
+          path: slash === -1 ? '/' : rest.slice(slash),
+          query: eventQuery(url.searchParams),
+          headers: eventHeaders(req.headers),
+          contentType: req.headers['content-type'] ?? null,
+          body,
+        },
+        admitHttp(req, body),
+      );
+      sendJson(res, 202, accepted);
+    } catch (err) {
+      if (!req.readableEnded) req.resume();
+      sendError(res, err);
+    }
+  };
+}

@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { DEFAULT_RETRY_POLICY, isDefaultRetryPolicy, retryPolicyInput, type RetryPolicy } from '../deliveries/retry-policy.ts';
+import { InvalidRequest } from '../errors.ts';
+import { requireFeature } from '../projects/gates.ts';
+import { parseInput } from '../validation.ts';
+
+export const CONTROL_DEFAULTS = {
+  deliveryMode: 'parallel' as const,
+  maxInFlight: 10,
+  timeoutMs: 10_000,
+  defaultDelaySeconds: null,
+  throttleRatePerSecond: null,
+};
+
+// The delivery engine's input schema, plus: retryOn must not repeat a value.
+const retryPolicySchema = retryPolicyInput.superRefine((p, ctx) => {
+  if (p.retryOn && new Set(p.retryOn).size !== p.retryOn.length) ctx.addIssue({ code: 'custom', path: ['retryOn'], message: 'must not repeat values' });
+});
+
+// Names the sender controls; anything that frames or signs the request is ours.
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const headerMapSchema = z
+  .record(z.string().max(4096).refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks'))
+  .superRefine((h, ctx) => {
+    const names = Object.keys(h);
+    if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
+    for (const name of names) {
+      if (!TOKEN.test(name) || name.length > 256) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
+      else if (RESERVED_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the service and cannot be overridden' });
+    }
+  });
+
+/** Controls as a caller may send them on create or update (undefined: left out). */
+export interface ControlsInput {
+  deliveryMode?: string | null;
+  maxInFlight?: number | null;
+  timeoutMs?: number | null;
+  retryPolicy?: unknown;
+  defaultDelaySeconds?: number | null;
+  throttleRatePerSecond?: number | null;
+  customHeaders?: unknown;
+}
+
+export interface Controls {
+  deliveryMode: 'parallel' | 'strict_fifo';
+  maxInFlight: number;
+  timeoutMs: number;
+  retryPolicy: RetryPolicy;
+  defaultDelaySeconds: number | null;
+  throttleRatePerSecond: number | null;
+  customHeaders: Record<string, string>;
+}
+
+/** True when the policy, with left-out fields at their defaults, is the default policy (free on every tier). */
+function retryPolicyIsDefault(raw: unknown): boolean {
+  if (raw === null || raw === undefined) return true;
+  const parsed = retryPolicyInput.safeParse(raw);
+  return parsed.success && isDefaultRetryPolicy({ ...DEFAULT_RETRY_POLICY, ...parsed.data });
+}
+
+function isEmptyHeaders(h: unknown): boolean {
+  return h === null || h === undefined || (typeof h === 'object' && !Array.isArray(h) && Object.keys(h).length === 0);
+}
+
+/**
+ * The tier gates of the controls a request sets (403 before any 400, as the contract
+ * orders checks): values equal to the defaults are free on every tier.
+ */
+export function requireControlFeatures(tier: string, input: ControlsInput): void {
+  if (!retryPolicyIsDefault(input.retryPolicy)) requireFeature(tier, 'custom_retry_policy');
+  if (!isEmptyHeaders(input.customHeaders)) requireFeature(tier, 'custom_headers');
+  if (input.deliveryMode === 'strict_fifo') requireFeature(tier, 'strict_fifo');
+  if (input.defaultDelaySeconds !== undefined && input.defaultDelaySeconds !== null) requireFeature(tier, 'default_delay');
+  if (input.throttleRatePerSecond !== undefined && input.throttleRatePerSecond !== null) requireFeature(tier, 'throttling');
+}
+
+function intInRange(value: unknown, param: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new InvalidRequest(`${param} must be an integer.`, param);
+  if (value < min || value > max) throw new InvalidRequest(`${param} must be between ${min} and ${max}.`, param);
+  return value;
+}
+
+/** A retry policy from input: left-out fields take the defaults. */
+export function parseRetryPolicy(raw: unknown): RetryPolicy {
+  if (raw === null || raw === undefined) return { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn] };
+  const given = parseInput(retryPolicySchema, raw, 'retryPolicy');
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...given };
+  // Left out, the 1 h cap gives way to a longer initial delay rather than refusing it.
+  if (given.maxDelayMs === undefined) policy.maxDelayMs = Math.max(policy.maxDelayMs, policy.initialDelayMs);
+  if (policy.maxDelayMs < policy.initialDelayMs) {
+    throw new InvalidRequest('retryPolicy.maxDelayMs must not be below retryPolicy.initialDelayMs.', 'retryPolicy.maxDelayMs');
+  }
+  return policy;
+}
+
+export function parseCustomHeaders(raw: unknown): Record<string, string> {
+  if (raw === null || raw === undefined) return {};
+  return parseInput(headerMapSchema, raw, 'customHeaders');
+}
+
+/**
+ * Validates the controls a request sets (400 with `param`) and merges them over `base`
+ * (the defaults on create, the stored values on update). `null` resets a control.
+ */
+export function resolveControls(input: ControlsInput, base: Controls): Controls {
+  const out: Controls = { ...base };
+  if (input.deliveryMode !== undefined) {
+    if (input.deliveryMode !== 'parallel' && input.deliveryMode !== 'strict_fifo') {
+      throw new InvalidRequest('deliveryMode must be parallel or strict_fifo.', 'deliveryMode');
+    }
+    out.deliveryMode = input.deliveryMode;
+  }
+  if (input.maxInFlight !== undefined) out.maxInFlight = intInRange(input.maxInFlight, 'maxInFlight', 1, 100);
+  if (input.timeoutMs !== undefined) out.timeoutMs = intInRange(input.timeoutMs, 'timeoutMs', 1000, 60_000);
+  if (input.retryPolicy !== undefined) out.retryPolicy = parseRetryPolicy(input.retryPolicy);
+  if (input.defaultDelaySeconds !== undefined) {
+    out.defaultDelaySeconds = input.defaultDelaySeconds === null ? null : intInRange(input.defaultDelaySeconds, 'defaultDelaySeconds', 0, 604_800);
+  }
+  if (input.throttleRatePerSecond !== undefined) {
+    out.throttleRatePerSecond = input.throttleRatePerSecond === null ? null : intInRange(input.throttleRatePerSecond, 'throttleRatePerSecond', 1, 1000);
+  }
+  if (input.customHeaders !== undefined) out.customHeaders = parseCustomHeaders(input.customHeaders);
+  return out;
+}
+
+export function defaultControls(): Controls {
+  return { ...CONTROL_DEFAULTS, customHeaders: {}, retryPolicy: parseRetryPolicy(undefined) };
+}

@@ -1,0 +1,274 @@
+import type { ArgBuilder } from '@pothos/core';
+import type { Webhook } from '../generated/prisma/client.ts';
+import { builder, type GraphQLContext } from '../graphql/builder.ts';
+import { pageOf } from '../pagination/graphql.ts';
+import { DestinationRef } from '../destinations/graphql.ts';
+import type { RoutingRule } from '../routing/rules.ts';
+import { RoutingRuleRef } from '../routing/graphql.ts';
+import { webhookAddresses } from './addresses.ts';
+import type { RetryPolicy } from '../deliveries/retry-policy.ts';
+import { createWebhook, type CreateWebhookInput } from './create-webhook.ts';
+import { getWebhook } from './get-webhook.ts';
+import { archiveWebhook, destroyWebhook, pauseWebhook, restoreWebhook, resumeWebhook } from './lifecycle.ts';
+import { listWebhooks } from './list-webhooks.ts';
+import { listSecretVersions, rotateSecret } from './secrets.ts';
+import { testDelivery } from './test-delivery.ts';
+import { getTransform, setTransform, type TransformView } from './transform.ts';
+import { updateWebhook } from './update-webhook.ts';
+
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
+export const WebhookStatusEnum = builder.enumType('WebhookStatus', { values: ['active', 'paused', 'archived'] as const });
+export const DeliveryModeEnum = builder.enumType('DeliveryMode', { values: ['parallel', 'strict_fifo'] as const });
+
+const RetryPolicyRef = builder.objectRef<RetryPolicy>('RetryPolicy').implement({
+  fields: (t) => ({
+    maxAttempts: t.exposeInt('maxAttempts'),
+    backoff: t.exposeString('backoff', { description: 'exponential, linear or fixed' }),
+    initialDelayMs: t.exposeInt('initialDelayMs'),
+    maxDelayMs: t.exposeInt('maxDelayMs'),
+    jitter: t.exposeBoolean('jitter'),
+    retryOn: t.exposeStringList('retryOn', { description: 'Failures that are retried: 408, 429, 5xx, network, timeout. Any other non-2xx answer is terminal.' }),
+  }),
+});
+
+// Shared by the Webhook type and its CreatedWebhook variant (whose builders Pothos types apart).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function webhookFields(t: any) {
+  const addresses = (w: Webhook, ctx: GraphQLContext) => webhookAddresses(ctx.rt.config, w.publicId);
+  return {
+    id: t.exposeID('id'),
+    publicId: t.exposeString('publicId'),
+    name: t.exposeString('name'),
+    status: t.field({ type: WebhookStatusEnum, resolve: (w: Webhook) => w.status }),
+    ingestUrl: t.string({ resolve: (w: Webhook, _a: unknown, ctx: GraphQLContext) => addresses(w, ctx).ingestUrl }),
+    formIngestUrl: t.string({ resolve: (w: Webhook, _a: unknown, ctx: GraphQLContext) => addresses(w, ctx).formIngestUrl }),
+    emailIngestAddress: t.string({ resolve: (w: Webhook, _a: unknown, ctx: GraphQLContext) => addresses(w, ctx).emailIngestAddress }),
+    deliveryMode: t.field({ type: DeliveryModeEnum, resolve: (w: Webhook) => w.deliveryMode }),
+    maxInFlight: t.exposeInt('maxInFlight'),
+    timeoutMs: t.exposeInt('timeoutMs'),
+    retryPolicy: t.field({ type: RetryPolicyRef, resolve: (w: Webhook) => w.retryPolicy as unknown as RetryPolicy }),
+    defaultDelaySeconds: t.exposeInt('defaultDelaySeconds', { nullable: true }),
+    throttleRatePerSecond: t.exposeInt('throttleRatePerSecond', { nullable: true }),
+    customHeaders: t.field({ type: 'JSON', resolve: (w: Webhook) => w.customHeaders }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  };
+}
+
+export const WebhookRef = builder.prismaObject('Webhook', { fields: (t) => webhookFields(t) });
+
+type WithSecrets = Webhook & { ingestSecret: string; signingSecret: string };
+const CreatedWebhookRef = builder.prismaObject('Webhook', {
+  variant: 'CreatedWebhook',
+  description: 'A webhook just created: the only answer that shows both secrets.',
+  fields: (t) => ({
+    ...webhookFields(t),
+    ingestSecret: t.string({ description: 'Shown only on create and on rotation.', resolve: (w) => (w as WithSecrets).ingestSecret }),
+    signingSecret: t.string({ description: 'Shown only on create and on rotation.', resolve: (w) => (w as WithSecrets).signingSecret }),
+  }),
+});
+
+const WebhookPageRef = pageOf<Webhook>('WebhookPage', WebhookRef);
+
+const WebhookDestroyedRef = builder.objectRef<{ id: string; deleted: boolean }>('WebhookDestroyed').implement({
+  fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted') }),
+});
+
+type Version = { kind: string; version: number; createdAt: Date; expiresAt: Date | null; state: string };
+const SecretVersionRef = builder.objectRef<Version>('WebhookSecretVersion').implement({
+  fields: (t) => ({
+    kind: t.exposeString('kind', { description: 'ingest or signing' }),
+    version: t.exposeInt('version'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true, description: 'null for the current version' }),
+    state: t.exposeString('state', { description: 'current, grace or expired' }),
+  }),
+});
+const SecretVersionsRef = builder.objectRef<{ items: Version[] }>('WebhookSecretVersions').implement({
+  fields: (t) => ({ items: t.field({ type: [SecretVersionRef], resolve: (p) => p.items }) }),
+});
+
+type Rotation = Awaited<ReturnType<typeof rotateSecret>>;
+function rotationRef(name: string, secretField: 'ingestSecret' | 'signingSecret') {
+  return builder.objectRef<Rotation>(name).implement({
+    fields: (t) => ({
+      webhookId: t.exposeID('webhookId'),
+      kind: t.exposeString('kind'),
+      version: t.exposeInt('version', { description: 'Version of the new secret.' }),
+      createdAt: t.expose('createdAt', { type: 'DateTime' }),
+      previousExpiresAt: t.expose('previousExpiresAt', { type: 'DateTime', description: 'End of the grace period of the version it replaced.' }),
+      [secretField]: t.string({ description: 'The new secret. Shown only here.', resolve: (r) => r.secret }),
+    }),
+  });
+}
+const IngestRotationRef = rotationRef('IngestSecretRotation', 'ingestSecret');
+const SigningRotationRef = rotationRef('SigningSecretRotation', 'signingSecret');
+
+const TransformRef = builder.objectRef<TransformView>('WebhookTransform').implement({
+  fields: (t) => ({
+    kind: t.exposeString('kind', { nullable: true, description: 'jsonata, or null when the webhook has no transform' }),
+    expression: t.exposeString('expression', { nullable: true }),
+  }),
+});
+
+type Probe = Awaited<ReturnType<typeof testDelivery>>;
+const TestDeliveryRef = builder.objectRef<Probe>('TestDeliveryResult').implement({
+  fields: (t) => ({
+    destination: t.field({ type: DestinationRef, resolve: (p) => p.destination }),
+    matchedRule: t.field({ type: RoutingRuleRef, nullable: true, resolve: (p) => p.matchedRule as RoutingRule | null }),
+    transformed: t.exposeBoolean('transformed', { description: 'Whether the webhook has a transform that was applied.' }),
+    payload: t.field({ type: 'JSON', nullable: true, description: 'The payload that would be sent: the transform output, else the body.', resolve: (p) => p.payload }),
+    transformError: t.exposeString('transformError', { nullable: true }),
+  }),
+});
+
+// ---------------------------------------------------------------- queries
+
+builder.queryField('webhooks', (t) =>
+  t.field({
+    type: WebhookPageRef,
+    description: 'Webhooks of the project, newest first (cursor-paginated; the cursor is bound to the status filter).',
+    args: { status: t.arg({ type: WebhookStatusEnum, required: false }), limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
+    resolve: (_root, args, ctx) => listWebhooks(ctx.rt, ctx.auth.projectId, args),
+  }),
+);
+
+builder.queryField('webhooksConnection', (t) =>
+  t.prismaConnection({
+    type: 'Webhook',
+    cursor: 'id',
+    args: { status: t.arg({ type: WebhookStatusEnum, required: false }) },
+    resolve: (query, _root, args, ctx) =>
+      ctx.rt.db.prisma.webhook.findMany({ ...query, where: { projectId: ctx.auth.projectId, ...(args.status ? { status: args.status } : {}) }, orderBy: { id: 'desc' } }),
+  }),
+);
+
+builder.queryField('webhook', (t) =>
+  t.prismaField({
+    type: 'Webhook',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_q, _root, args, ctx) => getWebhook(ctx.rt, ctx.auth.projectId, String(args.id)),
+  }),
+);
+
+builder.queryField('webhookSecrets', (t) =>
+  t.field({
+    type: SecretVersionsRef,
+    description: 'Every version of the ingest and signing secrets, never the secrets themselves.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, ctx) => ({ items: await listSecretVersions(ctx.rt, ctx.auth.projectId, String(args.id)) }),
+  }),
+);
+
+builder.queryField('webhookTransform', (t) =>
+  t.field({
+    type: TransformRef,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, ctx) => getTransform(ctx.rt, ctx.auth.projectId, String(args.id)),
+  }),
+);
+
+// ---------------------------------------------------------------- mutations
+
+const controlArgs = (t: ArgBuilder<Types>) => ({
+  name: t.string({ required: false }),
+  url: t.string({ required: false, description: 'The default destination: a webhook destination posting to this URL.' }),
+  destination: t({ type: 'JSON', required: false, description: 'The default destination as a whole: {name?, type, config}.' }),
+  deliveryMode: t({ type: DeliveryModeEnum, required: false }),
+  maxInFlight: t.int({ required: false }),
+  timeoutMs: t.int({ required: false }),
+  retryPolicy: t({ type: 'JSON', required: false, description: '{maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults.' }),
+  defaultDelaySeconds: t.int({ required: false }),
+  throttleRatePerSecond: t.int({ required: false }),
+  customHeaders: t({ type: 'JSON', required: false }),
+});
+
+builder.mutationField('createWebhook', (t) =>
+  t.prismaField({
+    type: CreatedWebhookRef,
+    args: controlArgs(t.arg),
+    resolve: (_q, _root, args, ctx) => createWebhook(ctx.rt, ctx.auth.projectId, args as CreateWebhookInput),
+  }),
+);
+
+builder.mutationField('updateWebhook', (t) =>
+  t.prismaField({
+    type: 'Webhook',
+    args: { id: t.arg.id({ required: true }), ...controlArgs(t.arg) },
+    resolve: (_q, _root, { id, ...input }, ctx) => updateWebhook(ctx.rt, ctx.auth.projectId, String(id), input as CreateWebhookInput),
+  }),
+);
+
+for (const [field, action] of [
+  ['pauseWebhook', pauseWebhook],
+  ['resumeWebhook', resumeWebhook],
+  ['archiveWebhook', archiveWebhook],
+  ['restoreWebhook', restoreWebhook],
+] as const) {
+  builder.mutationField(field, (t) =>
+    t.prismaField({
+      type: 'Webhook',
+      args: { id: t.arg.id({ required: true }) },
+      resolve: (_q, _root, args, ctx) => action(ctx.rt, ctx.auth.projectId, String(args.id)),
+    }),
+  );
+}
+
+builder.mutationField('destroyWebhook', (t) =>
+  t.field({
+    type: WebhookDestroyedRef,
+    description: 'Removes an archived webhook and everything under it. Cannot be undone.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, ctx) => destroyWebhook(ctx.rt, ctx.auth.projectId, String(args.id)),
+  }),
+);
+
+builder.mutationField('rotateIngestSecret', (t) =>
+  t.field({
+    type: IngestRotationRef,
+    args: { id: t.arg.id({ required: true }), graceSeconds: t.arg.int({ required: false, description: 'Default 86400.' }) },
+    resolve: (_root, args, ctx) => rotateSecret(ctx.rt, ctx.auth.projectId, String(args.id), 'ingest', args.graceSeconds),
+  }),
+);
+
+builder.mutationField('rotateSigningSecret', (t) =>
+  t.field({
+    type: SigningRotationRef,
+    args: { id: t.arg.id({ required: true }), graceSeconds: t.arg.int({ required: false, description: 'Default 86400.' }) },
+    resolve: (_root, args, ctx) => rotateSecret(ctx.rt, ctx.auth.projectId, String(args.id), 'signing', args.graceSeconds),
+  }),
+);
+
+builder.mutationField('setWebhookTransform', (t) =>
+  t.field({
+    type: TransformRef,
+    description: '{kind:"jsonata", expression} sets the classic transform (Starter and above); {kind:null} removes it.',
+    args: {
+      id: t.arg.id({ required: true }),
+      kind: t.arg.string({ required: false }),
+      expression: t.arg.string({ required: false }),
+      automationId: t.arg.string({ required: false }),
+      version: t.arg.int({ required: false }),
+    },
+    resolve: (_root, { id, ...input }, ctx) => setTransform(ctx.rt, ctx.auth.projectId, String(id), input),
+  }),
+);
+
+builder.mutationField('testWebhookDelivery', (t) =>
+  t.field({
+    type: TestDeliveryRef,
+    description: 'Evaluates routing and the saved transform against a probe context; stores nothing.',
+    args: {
+      id: t.arg.id({ required: true }),
+      channel: t.arg.string({ required: false }),
+      method: t.arg.string({ required: false }),
+      path: t.arg.string({ required: false }),
+      query: t.arg({ type: 'JSON', required: false }),
+      headers: t.arg({ type: 'JSON', required: false }),
+      contentType: t.arg.string({ required: false }),
+      body: t.arg({ type: 'JSON', required: false }),
+    },
+    resolve: (_root, { id, ...probe }, ctx) => testDelivery(ctx.rt, ctx.auth.projectId, String(id), probe),
+  }),
+);

@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inTransaction } from '../src/db/client.ts';
+import { toHttpError } from '../src/errors.ts';
+import { enforceFileStorageQuota, enforceReplayQuota, releaseFileStorage } from '../src/projects/quotas.ts';
+import { setProjectQuota } from '../src/projects/service.ts';
+import { readUsage } from '../src/projects/usage.ts';
+import { createWebhookRow, rejection, simulateIngest } from './support/quota-fixtures.ts';
+import { startTestApp, type TestApp } from './support/app.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => {
+  await app?.stop();
+});
+
+async function load(projectId: string, webhookId?: string) {
+  const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
+  const webhook = webhookId ? await app.rt.db.prisma.webhook.findUniqueOrThrow({ where: { id: webhookId } }) : null;
+  return { project, webhook };
+}
+
+const replay = (projectId: string, webhookId: string | null, count: number) =>
+  inTransaction(app.rt.db.pool, async (client) => {
+    const { project, webhook } = await load(projectId, webhookId ?? undefined);
+    await enforceReplayQuota(app.rt, client, { project, webhook, count });
+  });
+
+describe('replay_volume', () => {
+  it('allows 50 replays per 24 hours on Free, then answers 429 with when room frees up', async () => {
+    const { projectId } = await app.project('free');
+    const wh = await createWebhookRow(app.rt, projectId);
+    await replay(projectId, wh.id, 49);
+    await replay(projectId, wh.id, 1);
+    const err = await rejection(replay(projectId, wh.id, 1));
+    const now = Date.now();
+    const hourStart = now - (now % 3_600_000);
+    const expected = Math.ceil((hourStart + 24 * 3_600_000 - now) / 1000);
+    expect(Math.abs(err.details.retryAfterSec - expected)).toBeLessThanOrEqual(5);
+    expect(err.toBody()).toEqual({
+      error: { code: 'quota_exceeded', message: expect.any(String), quota: 'replay_volume', scope: 'project', limit: 50, current: 50, delta: 1, retryAfterSec: err.details.retryAfterSec },
+    });
+    const http = toHttpError(err);
+    expect(http.status).toBe(429);
+    expect(http.headers['retry-after']).toBe(String(err.details.retryAfterSec));
+    expect((await readUsage(app.rt, projectId)).replay_volume).toBe(50);
+  });
+
+  it('counts nothing when the replaying transaction rolls back, and has no retry time for a batch that can never fit', async () => {
+    const { projectId } = await app.project('free');
+    await rejection(
+      inTransaction(app.rt.db.pool, async (client) => {
+        const { project } = await load(projectId);
+        await enforceReplayQuota(app.rt, client, { project, count: 10 });
+        throw new Error('insert failed');
+      }),
+    );
+    expect((await readUsage(app.rt, projectId)).replay_volume).toBe(0);
+    const err = await rejection(replay(projectId, null, 51));
+    expect(err.details).toEqual({ quota: 'replay_volume', scope: 'project', limit: 50, current: 0, delta: 51 });
+    expect(toHttpError(err).headers['retry-after']).toBeUndefined();
+  });
+
+  it('applies a webhook override to that webhook', async () => {
+    const { projectId } = await app.project('pro');
+    const wh = await createWebhookRow(app.rt, projectId, { replay_volume: 5 });
+    const other = await createWebhookRow(app.rt, projectId);
+    await replay(projectId, wh.id, 5);
+    const err = await rejection(replay(projectId, wh.id, 1));
+    expect(err.details).toMatchObject({ quota: 'replay_volume', scope: 'webhook', limit: 5, current: 5, delta: 1 });
+    await replay(projectId, other.id, 100);
+    expect((await readUsage(app.rt, projectId)).replay_volume).toBe(105);
+  });
+
+  it('also checks the backlog the replayed deliveries would add to', async () => {
+    const { projectId } = await app.project('enterprise');
+    await setProjectQuota(app.rt, projectId, 'backlog_depth', '3');
+    const wh = await createWebhookRow(app.rt, projectId);
+    await simulateIngest(app.rt, projectId, wh.id);
+    const err = await rejection(replay(projectId, wh.id, 3));
+    expect(err.details).toMatchObject({ quota: 'backlog_depth', scope: 'project', limit: 3, current: 1, delta: 3 });
+    expect(err.status).toBe(409);
+    await replay(projectId, wh.id, 2);
+  });
+});
+
+describe('file_storage_bytes', () => {
+  const store = (projectId: string, webhookId: string | null, bytes: number) =>
+    inTransaction(app.rt.db.pool, async (client) => {
+      const { project, webhook } = await load(projectId, webhookId ?? undefined);
+      await enforceFileStorageQuota(app.rt, client, { project, webhook, bytes });
+    });
+
+  it('stores no file content on Free (limit 0)', async () => {
+    const { projectId } = await app.project('free');
+    const err = await rejection(store(projectId, null, 1));
+    expect(err.toBody()).toEqual({ error: { code: 'quota_exceeded', message: expect.any(String), quota: 'file_storage_bytes', scope: 'project', limit: 0, current: 0, delta: 1 } });
+    expect(err.status).toBe(409);
+  });
+
+  it('counts stored bytes up to the limit and gives them back when files are deleted', async () => {
+    const { projectId } = await app.project('enterprise');
+    await setProjectQuota(app.rt, projectId, 'file_storage_bytes', '1000');
+    const wh = await createWebhookRow(app.rt, projectId, { file_storage_bytes: 600 });
+    await store(projectId, wh.id, 600);
+    expect((await rejection(store(projectId, wh.id, 1))).details).toMatchObject({ quota: 'file_storage_bytes', scope: 'webhook', limit: 600, current: 600 });
+    await store(projectId, null, 400);
+    expect((await rejection(store(projectId, null, 1))).details).toMatchObject({ quota: 'file_storage_bytes', scope: 'project', limit: 1000, current: 1000 });
+    await releaseFileStorage(app.rt.db.pool, { projectId, webhookId: wh.id, bytes: 250 });
+    expect((await readUsage(app.rt, projectId)).file_storage_bytes).toBe(750);
+    await store(projectId, wh.id, 250);
+  });
+});
