@@ -71,6 +71,15 @@ export async function subscribeMessages(
     rt.pubsub.subscribe<Parameters<typeof revive>[0] | null>(topic(event, projectId)),
     // null: a large message deleted before its id could be loaded
     filter((p): p is Parameters<typeof revive>[0] => p !== null && (!conversationId || p.conversationId === conversationId)),
-    map(revive),
+    map(reviveOnce),
   );
+}
+
+// Every subscriber on this process receives the same notification object: revive it once, so
+// they also share one object (and the GraphQL result computed from it, see http/graphql.ts).
+const revived = new WeakMap<object, MessageRow>();
+function reviveOnce(p: Parameters<typeof revive>[0]): MessageRow {
+  let row = revived.get(p);
+  if (!row) revived.set(p, (row = revive(p)));
+  return row;
 }
