@@ -1,4 +1,3 @@
-import { filter, map, pipe } from 'graphql-yoga';
 import { DomainError } from '../errors.ts';
 import type { PgPubSub } from '../db/pubsub.ts';
 import { log } from '../log.ts';
@@ -67,11 +66,9 @@ export async function subscribeMessages(
     const exists = await rt.db.prisma.conversation.count({ where: { id: conversationId, projectId } });
     if (!exists) throw new DomainError(404, 'not_found', `No conversation with id ${conversationId}.`, { param: 'conversationId' });
   }
-  return pipe(
-    rt.pubsub.subscribe<Parameters<typeof revive>[0] | null>(topic(event, projectId)),
-    // null: a large message deleted before its id could be loaded
-    filter((p): p is Parameters<typeof revive>[0] => p !== null && (!conversationId || p.conversationId === conversationId)),
-    map(reviveOnce),
+  // null: a large message deleted before its id could be loaded
+  return rt.pubsub.subscribe<MessageRow>(topic(event, projectId), (p: Parameters<typeof revive>[0] | null) =>
+    p !== null && (!conversationId || p.conversationId === conversationId) ? reviveOnce(p) : undefined,
   );
 }
 
