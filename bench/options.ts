@@ -1,4 +1,4 @@
-// `npm run bench -- [--only a,b] [--duration S] [--connections N] [--warmup S] [--list]`
+// `npm run bench -- [--only a,b] [--duration S] [--connections N] [--warmup S] [--list] [--cpu-prof]`
 import { parseArgs } from 'node:util';
 import type { LoadSettings } from './scenario.ts';
 
@@ -6,6 +6,8 @@ export interface BenchOptions {
   settings: LoadSettings;
   only?: string[];
   list: boolean;
+  /** Run the service with `node --cpu-prof`, the profile written to bench/results/profiles/ when it stops. */
+  cpuProf: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -14,6 +16,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --connections N    concurrent connections (default 50)
   --warmup S         unmeasured seconds of load before each figure (default 2)
   --list             list the scenarios and exit
+  --cpu-prof         profile the service (node --cpu-prof) over the whole run; summarise with
+                     npx tsx bench/profile-top.ts bench/results/profiles/<file>.cpuprofile
 DATABASE_URL: use this PostgreSQL server (a fresh database is created and dropped); otherwise an embedded one.
 `;
 
@@ -33,6 +37,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       connections: { type: 'string' },
       warmup: { type: 'string' },
       list: { type: 'boolean', default: false },
+      'cpu-prof': { type: 'boolean', default: false },
     },
   });
   const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
@@ -44,5 +49,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     },
     only: only?.length ? only : undefined,
     list: values.list ?? false,
+    cpuProf: values['cpu-prof'] ?? false,
   };
 }

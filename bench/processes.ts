@@ -27,11 +27,11 @@ const running = new Set<TrackedProcess>();
  * process, so signals reach the script directly) with an IPC channel, whose closing makes
  * the child SIGTERM itself (bench/exit-with-parent.ts).
  */
-export function startTsProcess(script: string, options: { label: string; env?: NodeJS.ProcessEnv; args?: string[] }): TrackedProcess {
+export function startTsProcess(script: string, options: { label: string; env?: NodeJS.ProcessEnv; args?: string[]; nodeOptions?: string[] }): TrackedProcess {
   const lines: string[] = [];
   const child = fork(path.resolve(REPO_ROOT, script), options.args ?? [], {
     cwd: REPO_ROOT,
-    execArgv: ['--import', 'tsx', '--import', EXIT_WITH_PARENT],
+    execArgv: [...(options.nodeOptions ?? []), '--import', 'tsx', '--import', EXIT_WITH_PARENT],
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -1,12 +1,13 @@
 // `npm run bench`: a fresh database, the service and the bare baselines as separate processes,
 // load from separate autocannon processes, one report (bench/results/) and its table on stdout.
 import os from 'node:os';
+import path from 'node:path';
 import { BASELINES, BaselineRuns } from './baselines/index.ts';
 import { leaveSignalsToTheHarness, provisionDatabase, withTimeout, type BenchDatabase } from './database.ts';
 import { runAutocannon } from './load/autocannon.ts';
 import { parseOptions, USAGE, type BenchOptions } from './options.ts';
-import { runLoadProcess, stopAllProcesses } from './processes.ts';
-import { machineInfo, withRatio, writeReport, type Report, type ScenarioReport } from './report.ts';
+import { REPO_ROOT, runLoadProcess, stopAllProcesses } from './processes.ts';
+import { machineInfo, RESULTS_DIR, withRatio, writeReport, type Report, type ScenarioReport } from './report.ts';
 import type { Result, Scenario, ScenarioContext } from './scenario.ts';
 import { loadScenarios, selectScenarios } from './scenarios.ts';
 import { createBenchProject, startService, type RunningService } from './service.ts';
@@ -132,7 +133,9 @@ try {
   for (const b of ['insert', 'read']) await withTimeout(baselines.get(b, {}, interrupted.signal), defaultTimeoutMs, `baseline ${b}`);
 
   const started = Date.now();
-  service = await startService(database.url, await workDir.sub('service'));
+  const profileDir = options.cpuProf ? path.join(RESULTS_DIR, 'profiles') : undefined;
+  service = await startService(database.url, await workDir.sub('service'), { cpuProfileDir: profileDir });
+  if (profileDir) log(`service CPU profile: ${path.relative(REPO_ROOT, profileDir)}/CPU.*.${service.pid}.*.cpuprofile, written when the service stops`);
   log(`service on ${service.url} (pid ${service.pid}, ${Date.now() - started} ms)`);
 
   const reports: ScenarioReport[] = [];

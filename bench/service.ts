@@ -24,6 +24,8 @@ export interface ServiceOptions {
   label?: string;
   /** Set on top of the defaults, e.g. one SECRETS_KEY for several instances, or an operator setting. */
   env?: Record<string, string>;
+  /** Run the service under `node --cpu-prof`; the profile is written there when it stops. */
+  cpuProfileDir?: string;
 }
 
 export async function startService(databaseUrl: string, dataDir: string, options: ServiceOptions = {}): Promise<RunningService> {
@@ -31,6 +33,7 @@ export async function startService(databaseUrl: string, dataDir: string, options
   const url = `http://127.0.0.1:${port}`;
   const proc = startTsProcess('src/main.ts', {
     label: options.label ?? 'service (src/main.ts)',
+    nodeOptions: options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : undefined,
     env: {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,

@@ -6,7 +6,11 @@ import type { Result } from '../bench/scenario.ts';
 
 describe('bench command line', () => {
   it('defaults to 10 s, 50 connections, 2 s warm-up and every scenario', () => {
-    expect(parseOptions([])).toEqual({ settings: { duration: 10, connections: 50, warmup: 2 }, only: undefined, list: false });
+    expect(parseOptions([])).toEqual({ settings: { duration: 10, connections: 50, warmup: 2 }, only: undefined, list: false, cpuProf: false });
+  });
+
+  it('profiles the service only when asked with --cpu-prof', () => {
+    expect(parseOptions(['--only', 'messages-list', '--cpu-prof'])).toMatchObject({ only: ['messages-list'], cpuProf: true });
   });
 
   it('reads --only, --duration and --connections', () => {

@@ -2,7 +2,7 @@
 // running a trivial task that POSTs 1 KB to a loopback receiver, on its own database.
 import http from 'node:http';
 import pg from 'pg';
-import { Logger, run } from 'graphile-worker';
+import { Logger, run, type Runner } from 'graphile-worker';
 import { serveLoadProcess } from './protocol.ts';
 import { startTimingReceiver } from './receiver.ts';
 
@@ -29,9 +29,12 @@ serveLoadProcess<GraphileInput, GraphileOutput>(async (input) => {
   const receiver = await startTimingReceiver();
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const pool = new pg.Pool({ connectionString: url.toString(), max: 20 });
+  pool.on('error', () => {});
+  pool.on('connect', (c) => c.on('error', () => {}));
+  let runner: Runner | undefined;
   try {
     const body = JSON.stringify({ data: 'x'.repeat(1000) });
-    const runner = await run({
+    runner = await run({
       pgPool: pool,
       concurrency: input.concurrency,
       noHandleSignals: true,
@@ -50,12 +53,13 @@ serveLoadProcess<GraphileInput, GraphileOutput>(async (input) => {
       },
     });
     const started = performance.now();
-    await pool.query(`SELECT graphile_worker.add_jobs(array_agg(('post', json_build_object('i', i), null, null, null, null, null, null, null)::graphile_worker.job_spec)) FROM generate_series(1, $1) i`, [input.jobs]);
+    await pool.query(`SELECT graphile_worker.add_jobs(array_agg(('post', json_build_object('i', i), null, null, null, null, null, null)::graphile_worker.job_spec)) FROM generate_series(1, $1) i`, [input.jobs]);
     await receiver.waitFor(input.jobs, 300_000);
     const seconds = (performance.now() - started) / 1000;
-    await runner.stop();
     return { jobs: input.jobs, jobsPerSec: input.jobs / seconds, seconds };
   } finally {
+    // The runner holds pool clients: stop it first or pool.end() waits forever.
+    await runner?.stop().catch(() => {});
     await pool.end().catch(() => {});
     await receiver.close();
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
