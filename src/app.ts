@@ -3,7 +3,7 @@ import { createTaskList } from '../jobs/index.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
-import { quietLogger } from './db/migrate.ts';
+import { quietLogger, workerLogger } from './db/migrate.ts';
 import { createHttpIngestHandler } from './ingest/http-ingest.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { log } from './log.ts';
@@ -60,7 +60,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       concurrency: config.WORKER_CONCURRENCY,
       taskList: createTaskList(rt, { rt, outbound }),
       noHandleSignals: true,
-      logger: quietLogger,
+      logger: workerLogger(log),
       // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
       preset: {
         worker: {

@@ -67,3 +67,11 @@ export async function migrate(url: string): Promise<string[]> {
 }
 
 export const quietLogger = new Logger(() => () => {});
+
+/** graphile-worker's own warnings and errors (a task that threw, a lost connection) in our logs. */
+export function workerLogger(log: { warn: (o: object, m: string) => void; error: (o: object, m: string) => void }) {
+  return new Logger((scope) => (level, message, meta) => {
+    if (level === 'error') log.error({ scope, ...meta }, message);
+    else if (level === 'warning') log.warn({ scope, ...meta }, message);
+  });
+}

@@ -1,4 +1,3 @@
-import { inTransaction } from '../db/client.ts';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
@@ -23,18 +22,15 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   const { rt } = engine;
   // Claims and results are bookkeeping that is safe to redo (see Database.relaxedPool): their
   // commits must not hold the webhook's in-flight counter while waiting for the disk.
-  const outcome = await inTransaction(rt.db.relaxedPool, async (client) => {
-    const o = await claimDelivery(client, deliveryId);
-    if (o.kind === 'later') await requeueJob(client, deliveryId, o.runAt);
-    return o;
-  });
+  const outcome = await claimDelivery(rt.db.relaxedPool, deliveryId);
+  if (outcome.kind === 'later') await requeueJob(rt.db.relaxedPool, deliveryId, outcome.runAt);
   if (outcome.kind !== 'claimed') return;
   const claim = outcome.claim;
   if (claim.lostPrevious) await recordLostAttempt(engine, claim);
 
   const policy = normalizeRetryPolicy(claim.webhook.retryPolicy);
   const startedAt = new Date();
-  const base = { deliveryId, attempt: claim.attempt, startedAt };
+  const base = { deliveryId, delivery: claim.row, attempt: claim.attempt, startedAt };
 
   let dispatch: Dispatch;
   try {

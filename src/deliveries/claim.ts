@@ -48,17 +48,17 @@ SELECT d.*, COALESCE(d.dispatch_body, e.body) AS payload, d.dispatch_body IS NOT
   FROM deliveries d
   JOIN webhooks w ON w.id = d.webhook_id
   JOIN events e ON e.id = d.event_id
- WHERE d.id = $1
-   FOR UPDATE OF d`;
+ WHERE d.id = $1`;
 
 /**
- * Decides, under the delivery's row lock, whether this job may attempt the delivery now:
+ * Decides whether this job may attempt the delivery now (optimistically: the final statement
+ * only starts the attempt if the delivery is still as it was read):
  * terminal or already-running deliveries are skipped; a paused or archived webhook leaves
  * it waiting; strict FIFO lets only the webhook's oldest unfinished delivery through;
  * parallel mode admits at most maxInFlight running attempts per webhook; throttling hands
  * out send slots. On success the delivery is `delivering` with a lease.
  */
-export async function claimDelivery(client: pg.PoolClient, deliveryId: string): Promise<ClaimOutcome> {
+export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId: string): Promise<ClaimOutcome> {
   const { rows } = await client.query(SELECT_FOR_CLAIM, [deliveryId]);
   const d = rows[0];
   if (!d) return { kind: 'skip', reason: 'no such delivery' };
@@ -123,20 +123,31 @@ export async function claimDelivery(client: pg.PoolClient, deliveryId: string): 
   // the same statement that starts the attempt, released by the statement that records it
   // (recordAttempt). An attempt whose runner died keeps its slot for the retry that takes over.
   // Taking it last keeps the webhook row locked for one statement and an unflushed commit.
+  const view = deliveryView({ ...d, status: 'delivering', attempts: attempt, next_attempt_at: null, completed_at: null });
   const updated = await client.query(
-    `WITH slot AS (
-       UPDATE webhooks SET in_flight = in_flight + 1 WHERE id = $4 AND NOT $5::bool AND in_flight < max_in_flight RETURNING 1
+    `WITH cand AS (
+       SELECT id FROM deliveries WHERE id = $1 AND status = $6 AND attempts = $7 FOR UPDATE
+     ), slot AS (
+       UPDATE webhooks SET in_flight = in_flight + 1
+        WHERE id = $4 AND NOT $5::bool AND in_flight < max_in_flight AND EXISTS (SELECT 1 FROM cand) RETURNING 1
+     ), upd AS (
+       UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
+              next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
+        WHERE id IN (SELECT id FROM cand) AND ($5::bool OR EXISTS (SELECT 1 FROM slot)) RETURNING *
+     ), n AS (
+       SELECT pg_notify($8, $9) FROM upd
      )
-     UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
-            next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
-      WHERE id = $1 AND ($5::bool OR EXISTS (SELECT 1 FROM slot)) RETURNING *`,
-    [d.id, attempt, leaseMs, d.webhook_id, lostPrevious],
+     SELECT u.*, (SELECT count(*) FROM cand)::int AS cand_count, (SELECT count(*) FROM n)::int AS notified
+       FROM (SELECT 1) AS one LEFT JOIN upd u ON true`,
+    [d.id, attempt, leaseMs, d.webhook_id, lostPrevious, d.status, d.attempts, NOTIFY_CHANNEL, deliveryNotification(view)],
   );
-  if (updated.rowCount === 0) {
+  const result = updated.rows[0];
+  if (!result?.id) {
+    // Someone else moved the delivery on since it was read: their job carries it forward.
+    if (!result?.cand_count) return { kind: 'skip', reason: 'changed concurrently' };
     return { kind: 'later', runAt: new Date(Date.now() + IN_FLIGHT_RETRY_MS + Math.random() * IN_FLIGHT_RETRY_MS), reason: 'maxInFlight reached' };
   }
-  const row = updated.rows[0];
-  await client.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, deliveryNotification(deliveryView(row))]);
+  const row = result;
   return {
     kind: 'claimed',
     claim: {

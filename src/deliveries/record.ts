@@ -6,6 +6,8 @@ import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
 
 export interface AttemptResult {
   deliveryId: string;
+  /** The claimed row, for the change notification sent with the result. */
+  delivery: Record<string, unknown>;
   attempt: number;
   startedAt: Date;
   durationMs: number | null;
@@ -60,8 +62,12 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
             WHERE x.webhook_id = upd.webhook_id AND x.status IN ('queued','scheduled','retrying') AND x.id <> upd.id
             ORDER BY x.seq LIMIT 1) n
         WHERE upd.status <> 'retrying'
+     ), notified AS (
+       SELECT pg_notify($19, $20) FROM upd
      )
-     SELECT upd.*, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h, (SELECT count(*) FROM released) AS s FROM upd`,
+     SELECT upd.id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h, (SELECT count(*) FROM released) AS s,
+            (SELECT count(*) FROM notified) AS notified
+       FROM upd`,
     [
       r.deliveryId,
       r.attempt,
@@ -81,9 +87,17 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
       r.outcome,
       newId('dlq'),
       ATTEMPT_TASK,
+      NOTIFY_CHANNEL,
+      deliveryNotification(
+        deliveryView({
+          ...r.delivery,
+          status,
+          next_attempt_at: r.outcome === 'retry' ? r.nextAttemptAt : null,
+          last_attempt: lastAttempt,
+          completed_at: terminal ? new Date() : null,
+        }),
+      ),
     ],
   );
-  if (rows.length === 0) return false;
-  await db.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, deliveryNotification(deliveryView(rows[0]))]);
-  return true;
+  return rows.length > 0;
 }
