@@ -44,10 +44,14 @@ export const ContactRef = builder.prismaObject('Contact', {
 
 export const MessageRef = builder.prismaObject('Message', {
   description: 'A message in the conversation with a contact.',
+  // Every message is loaded with its contact (one join in the list and get reads, Prisma's include
+  // elsewhere), so `contact` is a plain field: rows from plain SQL resolve without Prisma's
+  // per-field selection tracking, and a subscriber's event needs no reload.
+  include: MESSAGE_INCLUDE,
   fields: (t) => ({
     id: t.exposeID('id'),
     conversation_id: t.exposeID('conversationId'),
-    contact: t.relation('contact', { type: MessageContactRef }),
+    contact: t.field({ type: MessageContactRef, resolve: (message) => message.contact }),
     message: t.exposeString('body'),
     reactions: t.expose('reactions', { type: 'JSON', description: 'One object per reaction name, in order of first use: [{"like":["ana","bo"]}].' }),
     attachments: t.expose('attachments', { type: 'JSON', description: 'Attachment objects: url, and optionally type, name, size (bytes).' }),
@@ -165,15 +169,15 @@ builder.queryField('messages', (t) =>
       conversation_id: t.arg.id({ description: 'Only the messages of this conversation.' }),
       ...pageArgs,
     },
-    resolve: (_root, args, ctx, info) => listMessages(ctx.rt, ctx.auth.projectId, args, pageInclude(ctx, info, MESSAGE_INCLUDE)),
+    resolve: (_root, args, ctx) => listMessages(ctx.rt, ctx.auth.projectId, args),
   }),
 );
 
 builder.queryField('message', (t) =>
-  t.prismaField({
+  t.field({
     type: MessageRef,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, ctx) => getMessage(ctx.rt, ctx.auth.projectId, String(args.id), query),
+    resolve: (_root, args, ctx) => getMessage(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),
 );
 
@@ -228,14 +232,14 @@ builder.mutationField('deleteMessage', (t) =>
 
 function messageSubscription(event: MessageEvent) {
   return builder.subscriptionField(event === 'created' ? 'messageCreated' : 'messageUpdated', (t) =>
-    t.prismaField({
+    t.field({
       type: MessageRef,
       nullable: true,
       description: `Messages ${event} in one conversation, or in every conversation of the project when conversationId is left out.`,
       args: { conversationId: t.arg.id() },
       subscribe: (_root, args, ctx) => subscribeMessages(ctx.rt, ctx.auth.projectId, event, args.conversationId ? String(args.conversationId) : null),
       // The event carries the whole row with its contact, so nothing is loaded per subscriber.
-      resolve: (_query, row) => row as unknown as MessageRow,
+      resolve: (row) => row as unknown as MessageRow,
     }),
   );
 }
