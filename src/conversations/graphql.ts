@@ -193,7 +193,7 @@ builder.queryField('messagesConnection', (t) =>
 );
 
 builder.mutationField('sendMessage', (t) =>
-  t.prismaField({
+  t.field({
     type: MessageRef,
     description: "Adds a message to a conversation; the contact's last_active_at becomes its created_at.",
     args: {
@@ -201,7 +201,7 @@ builder.mutationField('sendMessage', (t) =>
       message: t.arg.string({ required: true }),
       attachments: t.arg({ type: 'JSON', description: 'Array of attachment objects: url (http/https), and optionally type, name, size.' }),
     },
-    resolve: (query, _root, args, ctx) => sendMessage(ctx.rt, ctx.auth.projectId, args, query),
+    resolve: (_root, args, ctx) => sendMessage(ctx.rt, ctx.auth.projectId, args),
   }),
 );
 

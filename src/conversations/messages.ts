@@ -34,7 +34,7 @@ export interface SendMessageInput {
  * messages race). One statement does both writes, so they commit together; the answer is then
  * read with the contact.
  */
-export async function sendMessage(rt: Rt, projectId: string, input: SendMessageInput, query?: MessageQuery): Promise<MessageRow> {
+export async function sendMessage(rt: Rt, projectId: string, input: SendMessageInput): Promise<MessageRow> {
   const conversationId = text(input.conversation_id, 'conversation_id', { required: true, max: 255 })!;
   const body = text(input.message, 'message', { required: true, max: MAX_MESSAGE_LENGTH })!;
   const attachments = parseAttachments(input.attachments);
@@ -53,7 +53,8 @@ export async function sendMessage(rt: Rt, projectId: string, input: SendMessageI
     FROM conversation
     RETURNING id`;
   if (inserted.length === 0) throw conversationNotFound(conversationId);
-  const row = (await rt.db.prisma.message.findUniqueOrThrow({ where: { id }, include: includeWith(query) })) as MessageRow;
+  const row = await readMessage(rt, projectId, id);
+  if (!row) throw new NotFound('message', id); // deleted in the meantime
   await publishMessage(rt, 'created', row);
   return row;
 }
