@@ -68,7 +68,7 @@ const defaultTimeoutMs = 120_000 + 4 * (settings.warmup + settings.duration) * 1
 
 async function runScenario(scenario: Scenario, baselines: BaselineRuns, project: { projectId: string; apiKey: string }, earlier: Result[]): Promise<ScenarioReport> {
   const started = Date.now();
-  const timeoutMs = scenario.timeoutMs ?? defaultTimeoutMs;
+  const timeoutMs = typeof scenario.timeoutMs === 'function' ? scenario.timeoutMs(settings) : (scenario.timeoutMs ?? defaultTimeoutMs);
   const signal = AbortSignal.any([interrupted.signal, AbortSignal.timeout(timeoutMs)]);
   const ctx: ScenarioContext = {
     serviceUrl: service!.url,
@@ -134,7 +134,7 @@ try {
 
   const started = Date.now();
   const profileDir = options.cpuProf ? path.join(RESULTS_DIR, 'profiles') : undefined;
-  service = await startService(database.url, await workDir.sub('service'), profileDir);
+  service = await startService(database.url, await workDir.sub('service'), { cpuProfileDir: profileDir });
   if (profileDir) log(`service CPU profile: ${path.relative(REPO_ROOT, profileDir)}/CPU.*.${service.pid}.*.cpuprofile, written when the service stops`);
   log(`service on ${service.url} (pid ${service.pid}, ${Date.now() - started} ms)`);
 

@@ -103,6 +103,6 @@ export interface Scenario {
   /** Baseline for the results that do not name their own. */
   baseline?: 'insert' | 'read' | (string & {});
   /** Upper bound for the whole scenario; default 2 minutes plus 4 load runs of the run's settings. */
-  timeoutMs?: number;
+  timeoutMs?: number | ((settings: LoadSettings) => number);
   run(ctx: ScenarioContext): Promise<Result[]>;
 }

@@ -19,13 +19,21 @@ export interface BenchProject {
   apiKey: string;
 }
 
-/** `cpuProfileDir`: run the service under `node --cpu-prof`; the profile is written there when it stops. */
-export async function startService(databaseUrl: string, dataDir: string, cpuProfileDir?: string): Promise<RunningService> {
+export interface ServiceOptions {
+  /** For error messages; default 'service (src/main.ts)'. */
+  label?: string;
+  /** Set on top of the defaults, e.g. one SECRETS_KEY for several instances, or an operator setting. */
+  env?: Record<string, string>;
+  /** Run the service under `node --cpu-prof`; the profile is written there when it stops. */
+  cpuProfileDir?: string;
+}
+
+export async function startService(databaseUrl: string, dataDir: string, options: ServiceOptions = {}): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = startTsProcess('src/main.ts', {
-    label: 'service (src/main.ts)',
-    nodeOptions: cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`] : undefined,
+    label: options.label ?? 'service (src/main.ts)',
+    nodeOptions: options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : undefined,
     env: {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
@@ -40,6 +48,7 @@ export async function startService(databaseUrl: string, dataDir: string, cpuProf
       ALLOW_PRIVATE_DESTINATIONS: 'true',
       LOG_LEVEL: 'warn',
       SHUTDOWN_TIMEOUT_MS: '2000',
+      ...options.env,
     },
   });
   const stop = () => proc.stop(10_000);

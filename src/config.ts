@@ -30,6 +30,8 @@ const schema = z.object({
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   CURSOR_SECRET: z.string().optional(),
+  /** `off`: no quota check refuses anything (single-tenant self-hosting, benchmarking); usage is still counted. */
+  QUOTA_ENFORCEMENT: z.enum(['on', 'off']).default('on'),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

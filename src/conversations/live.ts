@@ -1,4 +1,3 @@
-import { filter, map, pipe } from 'graphql-yoga';
 import { DomainError } from '../errors.ts';
 import type { PgPubSub } from '../db/pubsub.ts';
 import { log } from '../log.ts';
@@ -68,10 +67,17 @@ export async function subscribeMessages(
     const exists = await rt.db.prisma.conversation.count({ where: { id: conversationId, projectId } });
     if (!exists) throw new DomainError(404, 'not_found', `No conversation with id ${conversationId}.`, { param: 'conversationId' });
   }
-  return pipe(
-    rt.pubsub.subscribe<Parameters<typeof revive>[0] | null>(topic(event, projectId)),
-    // null: a large message deleted before its id could be loaded
-    filter((p): p is Parameters<typeof revive>[0] => p !== null && (!conversationId || p.conversationId === conversationId)),
-    map(revive),
+  // null: a large message deleted before its id could be loaded
+  return rt.pubsub.subscribe<MessageRow>(topic(event, projectId), (p: Parameters<typeof revive>[0] | null) =>
+    p !== null && (!conversationId || p.conversationId === conversationId) ? reviveOnce(p) : undefined,
   );
+}
+
+// Every subscriber on this process receives the same notification object: revive it once, so
+// they also share one object (and the GraphQL result computed from it, see http/graphql.ts).
+const revived = new WeakMap<object, MessageRow>();
+function reviveOnce(p: Parameters<typeof revive>[0]): MessageRow {
+  let row = revived.get(p);
+  if (!row) revived.set(p, (row = revive(p)));
+  return row;
 }

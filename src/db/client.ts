@@ -15,6 +15,12 @@ export interface Database {
   prisma: PrismaClient;
   /** Plain pg pool for hot paths written in SQL (ingest, claiming deliveries, counters). */
   pool: pg.Pool;
+  /**
+   * Connections whose commits do not wait for the disk, for delivery bookkeeping that is safe
+   * to redo after a database crash (a lost claim or result means the attempt is made again:
+   * at least once). Never for accepting events.
+   */
+  relaxedPool: pg.Pool;
   url: string;
   close(): Promise<void>;
 }
@@ -25,22 +31,26 @@ export function connectDatabase(url: string, poolSize = 20): Database {
   // Connection errors surface on the next query; these handlers keep them from crashing the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  const relaxedPool = new pg.Pool({ connectionString: url, max: Math.max(2, Math.ceil(poolSize / 2)), options: '-c TimeZone=UTC -c synchronous_commit=off' });
+  relaxedPool.on('error', () => {});
+  relaxedPool.on('connect', (client) => client.on('error', () => {}));
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' }) });
   return {
     prisma,
     pool,
+    relaxedPool,
     url,
     async close() {
-      await Promise.allSettled([prisma.$disconnect(), pool.end()]);
+      await Promise.allSettled([prisma.$disconnect(), pool.end(), relaxedPool.end()]);
     },
   };
 }
 
 /** Runs `fn` in one transaction on a pooled client. */
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, opts: { synchronousCommit?: boolean } = {}): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    await client.query(opts.synchronousCommit === false ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

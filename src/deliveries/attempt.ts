@@ -21,7 +21,9 @@ export interface DeliveryEngine {
 /** The graphile-worker task body for one delivery job: claim, build, sign, send, record. */
 export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string): Promise<void> {
   const { rt } = engine;
-  const outcome = await inTransaction(rt.db.pool, async (client) => {
+  // Claims and results are bookkeeping that is safe to redo (see Database.relaxedPool): their
+  // commits must not hold the webhook's in-flight counter while waiting for the disk.
+  const outcome = await inTransaction(rt.db.relaxedPool, async (client) => {
     const o = await claimDelivery(client, deliveryId);
     if (o.kind === 'later') await requeueJob(client, deliveryId, o.runAt);
     return o;
@@ -38,13 +40,13 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   try {
     dispatch = await buildDispatch(claim);
   } catch (err) {
-    await recordAttempt(rt.db.pool, { ...base, durationMs: 0, statusCode: null, responseSnippet: null, error: (err as Error).message, outcome: 'failed' });
+    await recordAttempt(rt.db.relaxedPool, { ...base, durationMs: 0, statusCode: null, responseSnippet: null, error: (err as Error).message, outcome: 'failed' });
     return;
   }
 
   const destination = claim.row.destination ?? {};
   if ((destination.type ?? 'webhook') !== 'webhook') {
-    await recordAttempt(rt.db.pool, {
+    await recordAttempt(rt.db.relaxedPool, {
       ...base,
       durationMs: 0,
       statusCode: null,
@@ -70,7 +72,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
     timeoutMs: claim.webhook.timeoutMs,
   });
   const result = classify(res, policy, claim.attempt);
-  await recordAttempt(rt.db.pool, {
+  await recordAttempt(rt.db.relaxedPool, {
     ...base,
     ...result,
     durationMs: res.durationMs,

@@ -80,15 +80,6 @@ export async function claimDelivery(client: pg.PoolClient, deliveryId: string): 
       [d.webhook_id],
     );
     if (head.rows[0]?.id !== d.id) return { kind: 'skip', reason: 'not the FIFO head' };
-  } else {
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 727))', [d.webhook_id]);
-    const inflight = await client.query(
-      `SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'delivering' AND lease_until > now() AND id <> $2`,
-      [d.webhook_id, d.id],
-    );
-    if (inflight.rows[0].n >= d.max_in_flight) {
-      return { kind: 'later', runAt: new Date(Date.now() + IN_FLIGHT_RETRY_MS + Math.random() * IN_FLIGHT_RETRY_MS), reason: 'maxInFlight reached' };
-    }
   }
 
   if (d.throttle_rate_per_second) {
@@ -128,12 +119,22 @@ export async function claimDelivery(client: pg.PoolClient, deliveryId: string): 
 
   const attempt = d.attempts + 1;
   const leaseMs = d.timeout_ms + LEASE_MARGIN_MS;
+  // The webhook's in-flight counter is the maxInFlight semaphore across runners: taken here in
+  // the same statement that starts the attempt, released by the statement that records it
+  // (recordAttempt). An attempt whose runner died keeps its slot for the retry that takes over.
+  // Taking it last keeps the webhook row locked for one statement and an unflushed commit.
   const updated = await client.query(
-    `UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
+    `WITH slot AS (
+       UPDATE webhooks SET in_flight = in_flight + 1 WHERE id = $4 AND NOT $5::bool AND in_flight < max_in_flight RETURNING 1
+     )
+     UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
             next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
-      WHERE id = $1 RETURNING *`,
-    [d.id, attempt, leaseMs],
+      WHERE id = $1 AND ($5::bool OR EXISTS (SELECT 1 FROM slot)) RETURNING *`,
+    [d.id, attempt, leaseMs, d.webhook_id, lostPrevious],
   );
+  if (updated.rowCount === 0) {
+    return { kind: 'later', runAt: new Date(Date.now() + IN_FLIGHT_RETRY_MS + Math.random() * IN_FLIGHT_RETRY_MS), reason: 'maxInFlight reached' };
+  }
   const row = updated.rows[0];
   await client.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, deliveryNotification(deliveryView(row))]);
   return {

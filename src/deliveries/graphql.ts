@@ -1,4 +1,3 @@
-import { filter, pipe } from 'graphql-yoga';
 import { builder } from '../graphql/builder.ts';
 import { pageArgs, pageOf } from '../pagination/graphql.ts';
 import { publicDestination } from './dto.ts';
@@ -203,11 +202,9 @@ builder.subscriptionField('deliveryUpdated', (t) =>
     type: DeliveryRef,
     description: "Every state change of the project's deliveries (optionally of one webhook), from any process.",
     args: { webhookId: t.arg.id({ required: false }) },
-    // pipe/filter end the underlying pubsub iterator as soon as the client unsubscribes.
     subscribe: (_r, a, ctx) =>
-      pipe(
-        ctx.rt.pubsub.subscribe<any>(deliveryTopic(ctx.auth.projectId)),
-        filter((d: any) => !!d && (!a.webhookId || d.webhookId === String(a.webhookId))),
+      ctx.rt.pubsub.subscribe<any>(deliveryTopic(ctx.auth.projectId), (d: any) =>
+        d && (!a.webhookId || d.webhookId === String(a.webhookId)) ? d : undefined,
       ),
     resolve: (d: any) => d,
   }),

@@ -38,6 +38,8 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
               dispatch_headers = COALESCE($15::jsonb, dispatch_headers)
         WHERE id = $1 AND status = 'delivering' AND attempts = $2
         RETURNING *
+     ), released AS (
+       UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) FROM upd WHERE webhooks.id = upd.webhook_id RETURNING 1
      ), att AS (
        INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
        SELECT $7, id, $2, $8::timestamptz, $9, $10, $11, $12, $16 FROM upd
@@ -59,7 +61,7 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
             ORDER BY x.seq LIMIT 1) n
         WHERE upd.status <> 'retrying'
      )
-     SELECT upd.*, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h FROM upd`,
+     SELECT upd.*, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h, (SELECT count(*) FROM released) AS s FROM upd`,
     [
       r.deliveryId,
       r.attempt,

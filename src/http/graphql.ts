@@ -11,11 +11,21 @@ import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { readBody } from './body.ts';
 import { sendError, sendFetchResponse } from './respond.ts';
+import { subscribeShared } from './shared-subscriptions.ts';
 
 const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
 
 function unauthorizedError(err: Unauthorized) {
   return toGraphQLError(err);
+}
+
+/** Domain errors keep their code; anything unexpected is logged and answered as `internal`. */
+function maskError(error: unknown, message: string): Error {
+  const d = domainErrorOf(error);
+  if (d) return toGraphQLError(d, error instanceof GraphQLError ? error : undefined);
+  if (error instanceof GraphQLError && !error.originalError) return error;
+  log.error({ err: (error as any)?.originalError ?? error }, 'graphql resolver failed');
+  return new GraphQLError(message, { extensions: { code: 'internal', http: { status: 500 } } });
 }
 
 /** GraphQL over HTTP (yoga, with SSE subscriptions) and over WebSocket (graphql-ws) on the same path. */
@@ -45,15 +55,7 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
         throw err;
       }
     },
-    maskedErrors: {
-      maskError(error, message) {
-        const d = domainErrorOf(error);
-        if (d) return toGraphQLError(d, error instanceof GraphQLError ? error : undefined);
-        if (error instanceof GraphQLError && !error.originalError) return error;
-        log.error({ err: (error as any)?.originalError ?? error }, 'graphql resolver failed');
-        return new GraphQLError(message, { extensions: { code: 'internal', http: { status: 500 } } });
-      },
-    },
+    maskedErrors: { maskError },
   });
 
   async function handleGraphQL(req: IncomingMessage, res: ServerResponse, url: URL) {
@@ -92,7 +94,8 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
           }
         },
         execute: (args: any) => args.rootValue.execute(args),
-        subscribe: (args: any) => args.rootValue.subscribe(args),
+        // Each event is executed once per distinct (project, query, variables), then shared.
+        subscribe: (args: any) => subscribeShared(args, args.contextValue.auth.projectId, (e) => maskError(e, 'Unexpected error.') as GraphQLError),
         onSubscribe: async (ctx, _id, params) => {
           const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
             ...ctx,

@@ -42,6 +42,15 @@ export type QuotaOverrides = Partial<Record<OverridableQuota, number>>;
 
 export const EXACT_RATE_LIMIT = 200;
 
+/**
+ * QUOTA_ENFORCEMENT=off (single-tenant self-hosting, benchmarking the checks' cost): nothing is
+ * refused. Ingest skips its check altogether (it is the hot path); usage is still counted, so
+ * turning enforcement back on starts from the real figures.
+ */
+function enforcing(rt: Pick<Runtime, 'config'>): boolean {
+  return rt.config.QUOTA_ENFORCEMENT !== 'off';
+}
+
 function tierTable(tier: string): TierQuotas {
   return TIER_QUOTAS[tier as Tier] ?? TIER_QUOTAS.free;
 }
@@ -160,6 +169,8 @@ export interface IngestQuotaInput {
  * themselves count the delivery, backlog and payload bytes (triggers). When it throws, roll back.
  */
 export async function enforceIngestQuotas(rt: Runtime, client: pg.PoolClient | null, input: IngestQuotaInput): Promise<void> {
+  // The one-second rate windows serve only this check, so there is nothing to count either.
+  if (!enforcing(rt)) return;
   const { project, webhook } = input;
   const db: Queryable = client ?? rt.db.pool;
   const pq = projectQuotas(project);
@@ -276,7 +287,7 @@ export async function enforceReplayQuota(rt: Runtime, client: pg.PoolClient | nu
   if (webhook && overrides.backlog_depth !== undefined) {
     checks.push({ quota: 'backlog_depth', scope: 'webhook', limit: wq.backlog_depth, current: r.webhook_backlog, delta: count });
   }
-  firstExceeded(checks);
+  if (enforcing(rt)) firstExceeded(checks);
   await db.query({
     name: 'replay_count',
     text: `INSERT INTO usage_counters AS u (project_id, webhook_id, metric, period, shard, value)
@@ -326,7 +337,7 @@ export async function enforceFileStorageQuota(rt: Runtime, client: pg.PoolClient
   if (webhook && webhookOverrides(webhook).file_storage_bytes !== undefined) {
     checks.push({ quota: 'file_storage_bytes', scope: 'webhook', limit: webhookQuotas(project, webhook).file_storage_bytes, current: rows[0].webhook_bytes, delta: bytes });
   }
-  firstExceeded(checks);
+  if (enforcing(rt)) firstExceeded(checks);
   await addFileStorage(db, project.id, webhook?.id ?? null, bytes);
 }
 

@@ -1,5 +1,5 @@
 import { startApp, type App } from '../../src/app.ts';
-import { config } from '../../src/config.ts';
+import { config, type Config } from '../../src/config.ts';
 import { createProject } from '../../src/projects/service.ts';
 import { createTestDatabase } from './database.ts';
 
@@ -14,11 +14,12 @@ export interface TestApp extends App {
 
 /**
  * Starts the real service on a free loopback port, on its own database (or on
- * `databaseUrl`, to run several instances against one database).
+ * `databaseUrl`, to run several instances against one database). `config` overrides settings
+ * of this instance only (as its environment would).
  */
-export async function startTestApp(opts: { databaseUrl?: string; api?: boolean; worker?: boolean } = {}): Promise<TestApp> {
+export async function startTestApp(opts: { databaseUrl?: string; api?: boolean; worker?: boolean; config?: Partial<Config> } = {}): Promise<TestApp> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
-  const app = await startApp({ config: { ...config, HOST: '127.0.0.1' }, databaseUrl, api: opts.api, worker: opts.worker ?? false, port: 0 });
+  const app = await startApp({ config: { ...config, ...opts.config, HOST: '127.0.0.1' }, databaseUrl, api: opts.api, worker: opts.worker ?? false, port: 0 });
   const url = app.http?.url ?? '';
   return {
     ...app,

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "webhooks" ADD COLUMN     "in_flight" INTEGER NOT NULL DEFAULT 0;
