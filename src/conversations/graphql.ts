@@ -1,6 +1,4 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
-import type { GraphQLResolveInfo } from 'graphql';
-import { builder, type GraphQLContext } from '../graphql/builder.ts';
+import { builder } from '../graphql/builder.ts';
 import { createContact, deleteContact, findContacts, getContact, listContacts, updateContact } from './contacts.ts';
 import { subscribeMessages, type MessageEvent } from './live.ts';
 import { deleteMessage, findMessages, getMessage, listMessages, sendMessage, updateMessage } from './messages.ts';
@@ -23,16 +21,16 @@ export const MessageContactRef = builder.prismaObject('Contact', {
 
 export const ContactRef = builder.prismaObject('Contact', {
   description: 'A contact; it has exactly one conversation.',
+  // Every contact is loaded with its conversation's id, so conversation_id is a plain field (as
+  // Message.contact): list rows from plain SQL resolve without Prisma's selection tracking.
+  include: CONTACT_INCLUDE,
   fields: (t) => ({
     id: t.exposeID('id'),
     username: t.exposeString('username'),
     phone_number: t.exposeString('phoneNumber'),
     avatar_url: t.exposeString('avatarUrl', { nullable: true }),
     display_name: t.exposeString('displayName', { nullable: true, description: 'Null unless set; clients show the username instead.' }),
-    conversation_id: t.id({
-      select: { conversation: { select: { id: true } } },
-      resolve: (contact) => contact.conversation!.id,
-    }),
+    conversation_id: t.id({ resolve: (contact) => contact.conversation!.id }),
     last_active_at: t.expose('lastActiveAt', {
       type: 'UnixTime',
       nullable: true,
@@ -84,11 +82,6 @@ const DeletedRef = builder.objectRef<{ id: string; deleted: true }>('DeletedObje
   }),
 });
 
-/** The include for the rows of a `{has_more, data}` page, planned from the selection under `data`. */
-function pageInclude<I extends object>(ctx: GraphQLContext, info: GraphQLResolveInfo, include: I) {
-  return queryFromInfo({ context: ctx, info, path: ['data'], include: include as never }) as { include?: I };
-}
-
 const pageArgs = builder.args((t) => ({
   limit: t.int({ description: 'Page size, 1..100 (default 10).' }),
   starting_after: t.id({ description: 'Id of the last item of the previous page: the next page.' }),
@@ -105,7 +98,7 @@ builder.queryField('contacts', (t) =>
       ...pageArgs,
       active: t.arg.boolean({ description: 'true: contacts with a last_active_at; false: those without.' }),
     },
-    resolve: (_root, args, ctx, info) => listContacts(ctx.rt, ctx.auth.projectId, args, pageInclude(ctx, info, CONTACT_INCLUDE)),
+    resolve: (_root, args, ctx) => listContacts(ctx.rt, ctx.auth.projectId, args),
   }),
 );
 
