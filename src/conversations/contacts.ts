@@ -2,6 +2,7 @@ import { Prisma } from '../generated/prisma/client.ts';
 import { NotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
+import { contactExists, readContactPage } from './contact-reads.ts';
 import { httpUrl, text } from './fields.ts';
 import { idPage, type IdPage, type IdPageRequest } from './id-page.ts';
 import { CONTACT_INCLUDE, type ContactQuery, type ContactRow } from './rows.ts';
@@ -57,17 +58,10 @@ function contactWhere(projectId: string, filters: ContactFilters): Prisma.Contac
   return where;
 }
 
-export async function listContacts(rt: Rt, projectId: string, req: IdPageRequest & ContactFilters, query?: ContactQuery): Promise<IdPage<ContactRow>> {
-  const where = contactWhere(projectId, req);
+export async function listContacts(rt: Rt, projectId: string, req: IdPageRequest & ContactFilters): Promise<IdPage<ContactRow>> {
   return idPage<ContactRow>(req, {
-    exists: async (id) => (await rt.db.prisma.contact.count({ where: { id, projectId } })) > 0,
-    fetch: async (beyond, order, take) =>
-      (await rt.db.prisma.contact.findMany({
-        where: { ...where, id: beyond },
-        orderBy: { id: order },
-        take,
-        include: includeWith(query),
-      })) as ContactRow[],
+    exists: (id) => contactExists(rt, projectId, id),
+    fetch: (beyond, order, take) => readContactPage(rt, projectId, req.active, beyond, order, take),
   });
 }
 

@@ -1,6 +1,4 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
-import type { GraphQLResolveInfo } from 'graphql';
-import { builder, type GraphQLContext } from '../graphql/builder.ts';
+import { builder } from '../graphql/builder.ts';
 import { createContact, deleteContact, findContacts, getContact, listContacts, updateContact } from './contacts.ts';
 import { subscribeMessages, type MessageEvent } from './live.ts';
 import { deleteMessage, findMessages, getMessage, listMessages, sendMessage, updateMessage } from './messages.ts';
@@ -23,16 +21,16 @@ export const MessageContactRef = builder.prismaObject('Contact', {
 
 export const ContactRef = builder.prismaObject('Contact', {
   description: 'A contact; it has exactly one conversation.',
+  // Every contact is loaded with its conversation's id, so conversation_id is a plain field (as
+  // Message.contact): list rows from plain SQL resolve without Prisma's selection tracking.
+  include: CONTACT_INCLUDE,
   fields: (t) => ({
     id: t.exposeID('id'),
     username: t.exposeString('username'),
     phone_number: t.exposeString('phoneNumber'),
     avatar_url: t.exposeString('avatarUrl', { nullable: true }),
     display_name: t.exposeString('displayName', { nullable: true, description: 'Null unless set; clients show the username instead.' }),
-    conversation_id: t.id({
-      select: { conversation: { select: { id: true } } },
-      resolve: (contact) => contact.conversation!.id,
-    }),
+    conversation_id: t.id({ resolve: (contact) => contact.conversation!.id }),
     last_active_at: t.expose('lastActiveAt', {
       type: 'UnixTime',
       nullable: true,
@@ -44,10 +42,14 @@ export const ContactRef = builder.prismaObject('Contact', {
 
 export const MessageRef = builder.prismaObject('Message', {
   description: 'A message in the conversation with a contact.',
+  // Every message is loaded with its contact (one join in the list and get reads, Prisma's include
+  // elsewhere), so `contact` is a plain field: rows from plain SQL resolve without Prisma's
+  // per-field selection tracking, and a subscriber's event needs no reload.
+  include: MESSAGE_INCLUDE,
   fields: (t) => ({
     id: t.exposeID('id'),
     conversation_id: t.exposeID('conversationId'),
-    contact: t.relation('contact', { type: MessageContactRef }),
+    contact: t.field({ type: MessageContactRef, resolve: (message) => message.contact }),
     message: t.exposeString('body'),
     reactions: t.expose('reactions', { type: 'JSON', description: 'One object per reaction name, in order of first use: [{"like":["ana","bo"]}].' }),
     attachments: t.expose('attachments', { type: 'JSON', description: 'Attachment objects: url, and optionally type, name, size (bytes).' }),
@@ -80,11 +82,6 @@ const DeletedRef = builder.objectRef<{ id: string; deleted: true }>('DeletedObje
   }),
 });
 
-/** The include for the rows of a `{has_more, data}` page, planned from the selection under `data`. */
-function pageInclude<I extends object>(ctx: GraphQLContext, info: GraphQLResolveInfo, include: I) {
-  return queryFromInfo({ context: ctx, info, path: ['data'], include: include as never }) as { include?: I };
-}
-
 const pageArgs = builder.args((t) => ({
   limit: t.int({ description: 'Page size, 1..100 (default 10).' }),
   starting_after: t.id({ description: 'Id of the last item of the previous page: the next page.' }),
@@ -101,7 +98,7 @@ builder.queryField('contacts', (t) =>
       ...pageArgs,
       active: t.arg.boolean({ description: 'true: contacts with a last_active_at; false: those without.' }),
     },
-    resolve: (_root, args, ctx, info) => listContacts(ctx.rt, ctx.auth.projectId, args, pageInclude(ctx, info, CONTACT_INCLUDE)),
+    resolve: (_root, args, ctx) => listContacts(ctx.rt, ctx.auth.projectId, args),
   }),
 );
 
@@ -165,15 +162,15 @@ builder.queryField('messages', (t) =>
       conversation_id: t.arg.id({ description: 'Only the messages of this conversation.' }),
       ...pageArgs,
     },
-    resolve: (_root, args, ctx, info) => listMessages(ctx.rt, ctx.auth.projectId, args, pageInclude(ctx, info, MESSAGE_INCLUDE)),
+    resolve: (_root, args, ctx) => listMessages(ctx.rt, ctx.auth.projectId, args),
   }),
 );
 
 builder.queryField('message', (t) =>
-  t.prismaField({
+  t.field({
     type: MessageRef,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, ctx) => getMessage(ctx.rt, ctx.auth.projectId, String(args.id), query),
+    resolve: (_root, args, ctx) => getMessage(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),
 );
 
@@ -189,7 +186,7 @@ builder.queryField('messagesConnection', (t) =>
 );
 
 builder.mutationField('sendMessage', (t) =>
-  t.prismaField({
+  t.field({
     type: MessageRef,
     description: "Adds a message to a conversation; the contact's last_active_at becomes its created_at.",
     args: {
@@ -197,7 +194,7 @@ builder.mutationField('sendMessage', (t) =>
       message: t.arg.string({ required: true }),
       attachments: t.arg({ type: 'JSON', description: 'Array of attachment objects: url (http/https), and optionally type, name, size.' }),
     },
-    resolve: (query, _root, args, ctx) => sendMessage(ctx.rt, ctx.auth.projectId, args, query),
+    resolve: (_root, args, ctx) => sendMessage(ctx.rt, ctx.auth.projectId, args),
   }),
 );
 
@@ -228,14 +225,14 @@ builder.mutationField('deleteMessage', (t) =>
 
 function messageSubscription(event: MessageEvent) {
   return builder.subscriptionField(event === 'created' ? 'messageCreated' : 'messageUpdated', (t) =>
-    t.prismaField({
+    t.field({
       type: MessageRef,
       nullable: true,
       description: `Messages ${event} in one conversation, or in every conversation of the project when conversationId is left out.`,
       args: { conversationId: t.arg.id() },
       subscribe: (_root, args, ctx) => subscribeMessages(ctx.rt, ctx.auth.projectId, event, args.conversationId ? String(args.conversationId) : null),
       // The event carries the whole row with its contact, so nothing is loaded per subscriber.
-      resolve: (_query, row) => row as unknown as MessageRow,
+      resolve: (row) => row as unknown as MessageRow,
     }),
   );
 }

@@ -2,7 +2,8 @@ import { DomainError } from '../errors.ts';
 import type { PgPubSub } from '../db/pubsub.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
-import { MESSAGE_INCLUDE, type MessageRow } from './rows.ts';
+import { readMessage } from './message-reads.ts';
+import type { MessageRow } from './rows.ts';
 
 /**
  * Live message events across processes. Topics carry the project id, so a subscriber only ever
@@ -34,7 +35,7 @@ function ensureRefLoader(rt: Pick<Runtime, 'db' | 'pubsub'>) {
   withRefLoader.add(rt.pubsub);
   rt.pubsub.onRef(PREFIX, async (t, ref) => {
     const projectId = t.slice(t.lastIndexOf(':') + 1);
-    return rt.db.prisma.message.findFirst({ where: { id: ref, projectId }, include: MESSAGE_INCLUDE });
+    return readMessage(rt, projectId, ref);
   });
 }
 

@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime.ts';
 import { text } from './fields.ts';
 import { idPage, type IdPage, type IdPageRequest } from './id-page.ts';
 import { publishMessage } from './live.ts';
+import { messageExists, readMessage, readMessagePage } from './message-reads.ts';
 import { MESSAGE_INCLUDE, type MessageQuery, type MessageRow } from './rows.ts';
 import { addReactions, MAX_ATTACHMENTS, parseAttachments, parseReactionAdditions, type Attachment, type Reactions } from './message-content.ts';
 
@@ -33,7 +34,7 @@ export interface SendMessageInput {
  * messages race). One statement does both writes, so they commit together; the answer is then
  * read with the contact.
  */
-export async function sendMessage(rt: Rt, projectId: string, input: SendMessageInput, query?: MessageQuery): Promise<MessageRow> {
+export async function sendMessage(rt: Rt, projectId: string, input: SendMessageInput): Promise<MessageRow> {
   const conversationId = text(input.conversation_id, 'conversation_id', { required: true, max: 255 })!;
   const body = text(input.message, 'message', { required: true, max: MAX_MESSAGE_LENGTH })!;
   const attachments = parseAttachments(input.attachments);
@@ -52,15 +53,16 @@ export async function sendMessage(rt: Rt, projectId: string, input: SendMessageI
     FROM conversation
     RETURNING id`;
   if (inserted.length === 0) throw conversationNotFound(conversationId);
-  const row = (await rt.db.prisma.message.findUniqueOrThrow({ where: { id }, include: includeWith(query) })) as MessageRow;
+  const row = await readMessage(rt, projectId, id);
+  if (!row) throw new NotFound('message', id); // deleted in the meantime
   await publishMessage(rt, 'created', row);
   return row;
 }
 
-export async function getMessage(rt: Pick<Runtime, 'db'>, projectId: string, id: string, query?: MessageQuery): Promise<MessageRow> {
-  const row = await rt.db.prisma.message.findFirst({ where: { id, projectId }, include: includeWith(query) });
+export async function getMessage(rt: Pick<Runtime, 'db'>, projectId: string, id: string): Promise<MessageRow> {
+  const row = await readMessage(rt, projectId, id);
   if (!row) throw new NotFound('message', id);
-  return row as MessageRow;
+  return row;
 }
 
 export interface MessageFilters {
@@ -72,12 +74,10 @@ function messageWhere(projectId: string, filters: MessageFilters): Prisma.Messag
   return filters.conversation_id ? { projectId, conversationId: filters.conversation_id } : { projectId };
 }
 
-export async function listMessages(rt: Pick<Runtime, 'db'>, projectId: string, req: IdPageRequest & MessageFilters, query?: MessageQuery): Promise<IdPage<MessageRow>> {
-  const where = messageWhere(projectId, req);
+export async function listMessages(rt: Pick<Runtime, 'db'>, projectId: string, req: IdPageRequest & MessageFilters): Promise<IdPage<MessageRow>> {
   return idPage<MessageRow>(req, {
-    exists: async (id) => (await rt.db.prisma.message.count({ where: { id, projectId } })) > 0,
-    fetch: async (beyond, order, take) =>
-      (await rt.db.prisma.message.findMany({ where: { ...where, id: beyond }, orderBy: { id: order }, take, include: includeWith(query) })) as MessageRow[],
+    exists: (id) => messageExists(rt, projectId, id),
+    fetch: (beyond, order, take) => readMessagePage(rt, projectId, req.conversation_id, beyond, order, take),
   });
 }
 

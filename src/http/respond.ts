@@ -19,6 +19,21 @@ export function sendError(res: ServerResponse, err: unknown) {
   sendJson(res, status, body, headers);
 }
 
+/**
+ * Writes a fetch `Response` whose body is small and already complete (SOFA's JSON answers) in one
+ * write: its text, with the headers it carries, instead of streaming it chunk by chunk.
+ */
+export async function sendFetchText(res: ServerResponse, response: Response) {
+  const text = await response.text();
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, key) => {
+    if (key !== 'content-length' && key !== 'set-cookie') headers[key] = value;
+  });
+  headers['content-length'] = String(Buffer.byteLength(text));
+  res.writeHead(response.status, headers);
+  res.end(text);
+}
+
 /** Writes a fetch `Response` (from SOFA or yoga) to a node response, streaming its body. */
 export async function sendFetchResponse(res: ServerResponse, response: Response) {
   const headers: Record<string, string | string[]> = {};

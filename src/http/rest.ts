@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { filterSchema } from '@graphql-tools/utils';
 import { execute, GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { Request as FetchRequest } from '@whatwg-node/fetch';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
 import { MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
@@ -9,7 +10,7 @@ import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { log } from '../log.ts';
 import { parseStructuredBody, readBody } from './body.ts';
-import { sendError, sendFetchResponse, sendJson } from './respond.ts';
+import { sendError, sendFetchText, sendJson } from './respond.ts';
 import { REST_ROUTES, type RestRoute } from './routes.ts';
 import { coerceArgs } from './validate-args.ts';
 
@@ -32,6 +33,25 @@ function compile(route: RestRoute, schema: GraphQLSchema): CompiledRoute {
   const gqlField = type?.getFields()[fieldName];
   if (!gqlField) throw new Error(`REST route ${route.method} ${route.path} maps to unknown field ${route.field}`);
   return { ...route, regex: new RegExp(`^${pattern}/?$`), params, gqlField };
+}
+
+/**
+ * The query string as qs reads it (bracket notation, repeated keys as arrays). Most requests carry
+ * a few flat, distinct keys (`?limit=10`), which URLSearchParams reads the same way for far less.
+ */
+function parseQuery(url: URL): Record<string, unknown> {
+  const search = url.search;
+  if (search.length <= 1) return {};
+  if (!/[[\]%]/.test(search)) {
+    const flat: Record<string, string> = Object.create(null);
+    let repeated = false;
+    for (const [key, value] of url.searchParams) {
+      if (Object.hasOwn(flat, key)) repeated = true;
+      flat[key] = value;
+    }
+    if (!repeated) return flat;
+  }
+  return qs.parse(search.slice(1), { depth: 5, arrayLimit: 100 }) as Record<string, unknown>;
 }
 
 /**
@@ -87,19 +107,38 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     return doc;
   }
 
+  // Paths without :params by one lookup, then the patterns; the first candidate in table order wins.
+  const exact = new Map<string, CompiledRoute[]>();
+  for (const r of routes) {
+    if (r.params.length > 0) continue;
+    const key = r.path.replace(/\/$/, '');
+    exact.set(key, [...(exact.get(key) ?? []), r]);
+  }
+  const patterned = routes.filter((r) => r.params.length > 0);
+  function matchRoute(method: string | undefined, sub: string): { route: CompiledRoute; match: RegExpExecArray } {
+    const path = sub.length > 1 && sub.endsWith('/') ? sub.slice(0, -1) : sub;
+    const candidates: Array<{ route: CompiledRoute; match: RegExpExecArray }> = [];
+    for (const route of exact.get(path) ?? []) candidates.push({ route, match: route.regex.exec(sub)! });
+    for (const route of patterned) {
+      const match = route.regex.exec(sub);
+      if (match) candidates.push({ route, match });
+    }
+    if (candidates.length === 0) throw new NotFound('route');
+    if (candidates.length > 1) candidates.sort((a, b) => routes.indexOf(a.route) - routes.indexOf(b.route));
+    const hit = candidates.find((c) => c.route.method === method);
+    if (!hit) throw new MethodNotAllowed([...new Set(candidates.map((c) => c.route.method))]);
+    return hit;
+  }
+
   return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL) {
     try {
       const sub = url.pathname.slice('/v1'.length) || '/';
       if (sub === '/openapi.json' && req.method === 'GET') return sendJson(res, 200, (openApi ??= await buildOpenApi()));
       const auth = await authenticate(rt, req.headers.authorization);
-      const candidates = routes.map((r) => ({ r, m: r.regex.exec(sub) })).filter((x) => x.m);
-      if (candidates.length === 0) throw new NotFound('route');
-      const hit = candidates.find((x) => x.r.method === req.method);
-      if (!hit) throw new MethodNotAllowed([...new Set(candidates.map((x) => x.r.method))]);
-      const { r, m } = hit;
+      const { route: r, match: m } = matchRoute(req.method, sub);
       const params: Record<string, string> = {};
-      r.params.forEach((name, i) => (params[name] = decodeURIComponent(m![i + 1])));
-      const query = qs.parse(url.search.slice(1), { depth: 5, arrayLimit: 100 }) as Record<string, unknown>;
+      r.params.forEach((name, i) => (params[name] = decodeURIComponent(m[i + 1])));
+      const query = parseQuery(url);
       let body: Record<string, unknown> = {};
       if (r.method !== 'GET' && r.method !== 'DELETE') {
         body = parseStructuredBody(await readBody(req, MANAGEMENT_BODY_LIMIT), req.headers['content-type']);
@@ -108,17 +147,12 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       }
       // Path parameters win over query and body, as in SOFA.
       const variables = coerceArgs(r.gqlField.args, { ...body, ...query, ...params }, Object.keys(body));
-      const forwardUrl = new URL(url.pathname, url); // arguments travel in the JSON body, already coerced
-      const request = new Request(forwardUrl, {
-        method: r.method,
-        headers: { 'content-type': 'application/json' },
-        body: r.method === 'GET' || r.method === 'DELETE' ? undefined : JSON.stringify(variables),
-      });
-      if (r.method === 'GET' || r.method === 'DELETE') {
-        forwardUrl.search = qs.stringify(variables);
-        return await sendFetchResponse(res, await sofa.fetch(new Request(forwardUrl, { method: r.method }), { auth, variables }));
-      }
-      return await sendFetchResponse(res, await sofa.fetch(request, { auth, variables }));
+      // SOFA routes the path and runs its operation; the arguments reach execution through the
+      // context (validatedArgs), so the forwarded request carries neither query string nor body
+      // (SOFA would only re-parse and re-validate them). A ponyfill Request, as @whatwg-node/server
+      // builds for node requests, costs a fraction of the native one.
+      const forward = new FetchRequest(`http://localhost${url.pathname}`, { method: r.method });
+      return await sendFetchText(res, await sofa.handleRequest(forward, { auth, variables }));
     } catch (err) {
       sendError(res, err);
     }

@@ -3,7 +3,7 @@ import { pageOf } from '../pagination/graphql.ts';
 import { listAuditLogs } from './audit.ts';
 import { getWebhookQuotaOverrides, setWebhookQuotaOverrides, type WebhookQuotaView } from './overrides.ts';
 import { OVERRIDABLE_QUOTAS, projectQuotas, type QuotaOverrides } from './quotas.ts';
-import { createApiKey, getProject, listApiKeysPage, revokeApiKey, updateProject } from './service.ts';
+import { createApiKey, getProject, listApiKeysPage, readProject, revokeApiKey, updateProject } from './service.ts';
 import { requireFeature } from './gates.ts';
 import { QUOTA_NAMES, type TierQuotas } from './tiers.ts';
 import { readUsage, usageReport, type ProjectUsage, type UsageDay, type UsageMonth, type UsageReport } from './usage.ts';
@@ -62,7 +62,8 @@ export const ProjectRef = builder.prismaObject('Project', {
     tier: t.exposeString('tier'),
     overageEnabled: t.exposeBoolean('overageEnabled'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    quotas: t.field({ type: QuotasRef, select: { customQuotas: true, tier: true }, resolve: (p) => projectQuotas(p) }),
+    // tier and customQuotas are scalars, loaded with every project row: no selection to track.
+    quotas: t.field({ type: QuotasRef, resolve: (p) => projectQuotas(p) }),
     usage: t.field({ type: ProjectUsageRef, resolve: (p, _args, ctx) => readUsage(ctx.rt, p.id) }),
   }),
 });
@@ -138,10 +139,10 @@ const UsageReportRef = builder.objectRef<UsageReport>('UsageReport').implement({
 // ---------------------------------------------------------------- project
 
 builder.queryField('project', (t) =>
-  t.prismaField({
-    type: 'Project',
+  t.field({
+    type: ProjectRef,
     description: 'The project of the calling API key, with its effective quotas and current usage.',
-    resolve: (_query, _root, _args, ctx) => getProject(ctx.rt, ctx.auth.projectId),
+    resolve: (_root, _args, ctx) => readProject(ctx.rt, ctx.auth.projectId),
   }),
 );
 
