@@ -54,6 +54,12 @@ describe('REST error mapping', () => {
     expect(gql.status).toBe(413);
   });
 
+  it('a malformed percent-encoding in a path parameter is 400, not 500', async () => {
+    const res = await app.api(apiKey, 'GET', '/v1/deliveries/%E0%A4%A');
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'id' });
+  });
+
   it('domain errors keep their status and code; another project’s record is 404', async () => {
     const res = await app.api(apiKey, 'GET', '/v1/deliveries/del_unknown');
     expect(res.status).toBe(404);

@@ -4,7 +4,7 @@ import { execute, GraphQLSchema, type GraphQLField, type GraphQLObjectType } fro
 import { Request as FetchRequest } from '@whatwg-node/fetch';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
-import { MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
+import { InvalidRequest, MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
 import type { GraphQLContext } from '../graphql/builder.ts';
 import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
@@ -137,7 +137,13 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       const auth = await authenticate(rt, req.headers.authorization);
       const { route: r, match: m } = matchRoute(req.method, sub);
       const params: Record<string, string> = {};
-      r.params.forEach((name, i) => (params[name] = decodeURIComponent(m[i + 1])));
+      r.params.forEach((name, i) => {
+        try {
+          params[name] = decodeURIComponent(m[i + 1]);
+        } catch {
+          throw new InvalidRequest(`Malformed path parameter ${name}.`, name);
+        }
+      });
       const query = parseQuery(url);
       let body: Record<string, unknown> = {};
       if (r.method !== 'GET' && r.method !== 'DELETE') {
