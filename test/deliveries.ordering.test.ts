@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requeueWebhookDeliveries } from '../src/deliveries/service.ts';
+import { sweepDeliveries } from '../src/deliveries/sweep.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
 import { startReceiver } from './support/receiver.ts';
@@ -93,6 +94,18 @@ describe('ordering and concurrency across two runners', () => {
     await allSettled(apiKey, [deliveryId]);
     expect(receiver.received[0].at).toBeGreaterThanOrEqual(runAt.getTime() - 5);
     await receiver.close();
+  });
+
+  it('the sweeper gives back in-flight slots leaked by a runner that died between two statements', async () => {
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, 'http://127.0.0.1:9/', { maxInFlight: 2 });
+    await app.rt.db.pool.query('UPDATE webhooks SET in_flight = 2 WHERE id = $1', [wh.id]);
+    // Another runner's sweep may hold the sweep lock at that moment: try again, bounded.
+    await waitFor(async () => {
+      await sweepDeliveries(app.rt);
+      const { rows } = await app.rt.db.pool.query('SELECT in_flight FROM webhooks WHERE id = $1', [wh.id]);
+      return rows[0].in_flight === 0;
+    }, 10_000, 200);
   });
 
   it('deliveries of a paused webhook wait and run after it is active again', async () => {

@@ -40,8 +40,6 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
               dispatch_headers = COALESCE($15::jsonb, dispatch_headers)
         WHERE id = $1 AND status = 'delivering' AND attempts = $2
         RETURNING *
-     ), released AS (
-       UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) FROM upd WHERE webhooks.id = upd.webhook_id RETURNING 1
      ), att AS (
        INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
        SELECT $7, id, $2, $8::timestamptz, $9, $10, $11, $12, $16 FROM upd
@@ -65,7 +63,7 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
      ), notified AS (
        SELECT pg_notify($19, $20) FROM upd
      )
-     SELECT upd.id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h, (SELECT count(*) FROM released) AS s,
+     SELECT upd.id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified
        FROM upd`,
     [
@@ -99,5 +97,10 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
       ),
     ],
   );
-  return rows.length > 0;
+  if (rows.length === 0) return false;
+  // Release the webhook's in-flight slot in its own short statement: inside the one above it
+  // would keep the webhook row locked for that whole statement, serialising every result of
+  // the webhook. A crash in between leaks the slot until the sweeper reconciles it.
+  await db.query('UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) WHERE id = $1', [(r.delivery as any).webhook_id]);
+  return true;
 }

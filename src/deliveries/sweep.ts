@@ -35,6 +35,16 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
         [ATTEMPT_TASK],
       );
       if (rows.length > 0) log.info({ requeued: rows.length }, 'delivery sweep re-queued deliveries');
+      // A slot leaked by a runner that died between recording a result and releasing it: set the
+      // counter to the attempts really running, on webhooks quiet long enough that no claim or
+      // result is between its two statements.
+      await client.query(
+        `UPDATE webhooks w SET in_flight = live.n
+           FROM (SELECT w2.id, (SELECT count(*)::int FROM deliveries d WHERE d.webhook_id = w2.id AND d.status = 'delivering') AS n
+                   FROM webhooks w2 WHERE w2.in_flight > 0) live
+          WHERE w.id = live.id AND w.in_flight > live.n
+            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = w.id AND d.updated_at > now() - interval '30 seconds')`,
+      );
       return rows.length;
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
