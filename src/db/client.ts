@@ -47,10 +47,10 @@ export function connectDatabase(url: string, poolSize = 20): Database {
 }
 
 /** Runs `fn` in one transaction on a pooled client. */
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, opts: { synchronousCommit?: boolean } = {}): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query(opts.synchronousCommit === false ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN');
+    await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
