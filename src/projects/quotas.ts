@@ -144,12 +144,12 @@ SELECT
   (SELECT count(*) FROM hits)::int AS hits,
   t.month_left,
   (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:p:' || $1 AND window_start = t.w)::bigint AS project_rate,
-  (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:w:' || $2 AND window_start = t.w)::bigint AS webhook_rate,
+  CASE WHEN $4::bool THEN (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:w:' || $2 AND window_start = t.w) ELSE 0 END::bigint AS webhook_rate,
   ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'deliveries' AND period = t.month`)} AS monthly_deliveries,
   ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'backlog_depth' AND period = 'current'`)} AS project_backlog,
-  ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'backlog_depth' AND period = 'current'`)} AS webhook_backlog,
+  CASE WHEN $5::bool THEN ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'backlog_depth' AND period = 'current'`)} ELSE 0 END AS webhook_backlog,
   ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'stored_payload_bytes' AND period = 'current'`)} AS project_stored,
-  ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'stored_payload_bytes' AND period = 'current'`)} AS webhook_stored
+  CASE WHEN $6::bool THEN ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'stored_payload_bytes' AND period = 'current'`)} ELSE 0 END AS webhook_stored
 FROM t`;
 
 export interface IngestQuotaInput {
@@ -181,7 +181,12 @@ export async function enforceIngestQuotas(rt: Runtime, client: pg.PoolClient | n
 
   const rateKeys = [`ingest:p:${project.id}`];
   if (overrides.ingest_rate !== undefined) rateKeys.push(`ingest:w:${webhook.id}`);
-  const { rows } = await db.query({ name: 'ingest_quota', text: INGEST_QUOTA_SQL, values: [project.id, webhook.id, rateKeys] });
+  // Webhook-scope counters are read only where the webhook overrides that quota.
+  const { rows } = await db.query({
+    name: 'ingest_quota',
+    text: INGEST_QUOTA_SQL,
+    values: [project.id, webhook.id, rateKeys, overrides.ingest_rate !== undefined, overrides.backlog_depth !== undefined, overrides.stored_payload_bytes !== undefined],
+  });
   const r = rows[0];
   const bytes = Math.max(0, Math.floor(input.bodyBytes));
 
