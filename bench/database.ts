@@ -95,3 +95,19 @@ export function leaveSignalsToTheHarness(): void {
   };
   for (const event of exitHook.hookedEvents()) if (event.startsWith('SIG')) exitHook.unhookEvent(event);
 }
+
+/**
+ * Another fresh, migrated database on the run's server, for a scenario that must not share the
+ * service's (e.g. one whose job runner starts later). Dropped by `dispose`.
+ */
+export async function createScenarioDatabase(runUrl: string, suffix: string): Promise<{ url: string; dispose(): Promise<void> }> {
+  const name = `${new URL(runUrl).pathname.slice(1)}_${suffix}`;
+  const adminUrl = withDatabase(runUrl, 'postgres');
+  await withClient(adminUrl, (c) => c.query(`CREATE DATABASE "${name}"`));
+  const url = withDatabase(runUrl, name);
+  await migrate(url);
+  return {
+    url,
+    dispose: () => withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+  };
+}

@@ -26,13 +26,16 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Run the service under `node --cpu-prof`; the profile is written there when it stops. */
   cpuProfileDir?: string;
+  /** The entry point: default src/main.ts (API + job runner); src/api.ts for the API alone. */
+  script?: string;
 }
 
 export async function startService(databaseUrl: string, dataDir: string, options: ServiceOptions = {}): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = startTsProcess('src/main.ts', {
-    label: options.label ?? 'service (src/main.ts)',
+  const script = options.script ?? 'src/main.ts';
+  const proc = startTsProcess(script, {
+    label: options.label ?? `service (${script})`,
     nodeOptions: options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : undefined,
     env: {
       NODE_ENV: 'production',
@@ -59,6 +62,27 @@ export async function startService(databaseUrl: string, dataDir: string, options
     throw e;
   }
   return { url, pid: proc.child.pid!, stop };
+}
+
+/**
+ * A job runner alone (`src/worker.ts`) on `databaseUrl`, with the service's settings; give it the
+ * SECRETS_KEY of the API instance that created the webhooks (`options.env`).
+ */
+export function startWorker(databaseUrl: string, dataDir: string, options: Omit<ServiceOptions, 'script'> = {}): { pid: number; stop(): Promise<void> } {
+  const proc = startTsProcess('src/worker.ts', {
+    label: options.label ?? 'job runner (src/worker.ts)',
+    nodeOptions: options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : undefined,
+    env: {
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir,
+      ALLOW_PRIVATE_DESTINATIONS: 'true',
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+      ...options.env,
+    },
+  });
+  return { pid: proc.child.pid!, stop: () => proc.stop(10_000) };
 }
 
 /** `npm run cli -- project create --name bench --tier enterprise`: enterprise, so quotas never throttle the load. */

@@ -3,8 +3,8 @@ import { attemptDelivery, type DeliveryEngine } from '../src/deliveries/attempt.
 
 export const deliveriesAttempt =
   (engine: DeliveryEngine): Task =>
-  async (payload) => {
-    const { deliveryId } = payload as { deliveryId?: unknown };
+  async (payload, helpers) => {
+    const { deliveryId, webhookId } = payload as { deliveryId?: unknown; webhookId?: unknown };
     if (typeof deliveryId !== 'string') return; // malformed job: nothing to attempt
-    await attemptDelivery(engine, deliveryId);
+    await attemptDelivery(engine, deliveryId, typeof webhookId === 'string' ? webhookId : undefined, helpers.abortSignal);
   };

@@ -9,6 +9,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
 import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
+import { createDeliveryEngine } from './deliveries/attempt.ts';
 import { registerDeliveryRefLoader } from './deliveries/publish.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
@@ -56,9 +57,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.worker !== false) {
     outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
     runner = await run({
-      pgPool: db.pool,
+      // Job bookkeeping commits without waiting for the disk: a delivery's state lives in its row,
+      // so a job that runs again after a database crash finds its work done (see relaxedPool).
+      pgPool: db.relaxedPool,
       concurrency: config.WORKER_CONCURRENCY,
-      taskList: createTaskList(rt, { rt, outbound }),
+      taskList: createTaskList(rt, createDeliveryEngine(rt, outbound)),
       noHandleSignals: true,
       logger: workerLogger(log),
       // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.

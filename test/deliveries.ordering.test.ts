@@ -68,6 +68,36 @@ describe('ordering and concurrency across two runners', () => {
     await fast.close();
   });
 
+  it('parallel: a backlog is drained in batches by both runners, each delivery sent once, within maxInFlight', async () => {
+    const receiver = await startReceiver(() => ({ status: 200, delayMs: 5 }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 20 });
+    const ids: string[] = [];
+    for (let i = 0; i < 300; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
+    await waitFor(async () => {
+      const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [wh.id]);
+      return rows[0].n === ids.length || null;
+    }, 30_000);
+    expect(receiver.received).toHaveLength(ids.length);
+    expect(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size).toBe(ids.length);
+    expect(receiver.maxInFlight).toBeLessThanOrEqual(20);
+    expect(receiver.maxInFlight).toBeGreaterThan(1);
+    const { rows } = await app.rt.db.pool.query(
+      `SELECT (SELECT count(*)::int FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.webhook_id = $1) AS attempts,
+              (SELECT max(attempts) FROM deliveries WHERE webhook_id = $1) AS most,
+              (SELECT in_flight FROM webhooks WHERE id = $1) AS in_flight`,
+      [wh.id],
+    );
+    expect(rows[0]).toEqual({ attempts: ids.length, most: 1, in_flight: 0 });
+    // Jobs of deliveries a batch took were deleted or ran: none is left to do the work again.
+    const left = await waitFor(async () => {
+      const { rows: jobs } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[])`, [ids.map((id) => `del:${id}`)]);
+      return jobs[0].n === 0 || null;
+    }, 10_000);
+    expect(left).toBe(true);
+    await receiver.close();
+  });
+
   it('throttleRatePerSecond paces outbound requests by scheduling, not sleeping', async () => {
     const receiver = await startReceiver();
     const { apiKey, projectId } = await app.project('pro');

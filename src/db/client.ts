@@ -31,7 +31,7 @@ export function connectDatabase(url: string, poolSize = 20): Database {
   // Connection errors surface on the next query; these handlers keep them from crashing the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const relaxedPool = new pg.Pool({ connectionString: url, max: Math.max(2, Math.ceil(poolSize / 2)), options: '-c TimeZone=UTC -c synchronous_commit=off' });
+  const relaxedPool = new pg.Pool({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC -c synchronous_commit=off' });
   relaxedPool.on('error', () => {});
   relaxedPool.on('connect', (client) => client.on('error', () => {}));
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' }) });

@@ -1,10 +1,14 @@
+import type pg from 'pg';
 import { newId } from '../ids.ts';
+import { deliveryView } from './dto.ts';
+import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import { decryptSecret } from '../secrets.ts';
 import { claimDelivery, requeueJob, type ClaimedDelivery } from './claim.ts';
 import type { OutboundClient, OutboundResult } from './outbound-http.ts';
-import { recordAttempt, type AttemptResult } from './record.ts';
+import { AttemptRecorder, type AttemptResult } from './record.ts';
+import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries } from './claim-batch.ts';
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind } from './retry-policy.ts';
 import { signingHeaders } from './signing.ts';
 import { applyTransform } from '../webhooks/transform.ts';
@@ -15,34 +19,151 @@ const MAX_RETRY_AFTER_MS = 3_600_000;
 export interface DeliveryEngine {
   rt: Runtime;
   outbound: OutboundClient;
+  recorder: AttemptRecorder;
+  /** The drains running on this runner, by webhook (see attemptDelivery). */
+  drains: Map<string, Drain>;
 }
 
-/** The graphile-worker task body for one delivery job: claim, build, sign, send, record. */
-export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string): Promise<void> {
-  const { rt } = engine;
-  // Claims and results are bookkeeping that is safe to redo (see Database.relaxedPool): their
-  // commits must not hold the webhook's in-flight counter while waiting for the disk.
-  const outcome = await claimDelivery(rt.db.relaxedPool, deliveryId);
-  if (outcome.kind === 'later') await requeueJob(rt.db.relaxedPool, deliveryId, outcome.runAt);
-  if (outcome.kind !== 'claimed') return;
-  const claim = outcome.claim;
-  if (claim.lostPrevious) await recordLostAttempt(engine, claim);
+export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): DeliveryEngine {
+  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map() };
+}
 
+/** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
+const DRAIN_BUDGET_MS = 5_000;
+
+/** A job draining one parallel webhook on this runner; other jobs of the webhook name their delivery to it. */
+interface Drain {
+  named: Set<string>;
+}
+
+/**
+ * The graphile-worker task body for one delivery's job.
+ *
+ * Parallel webhooks are drained: the first job of a webhook on this runner claims its delivery
+ * with the webhook's other due deliveries in one statement, keeps up to DRAIN_MAX_IN_FLIGHT of
+ * them in flight (within the webhook's maxInFlight across runners), and claims more as they
+ * finish, for up to DRAIN_BUDGET_MS; results are written in batches (AttemptRecorder). The
+ * webhook's other jobs on this runner name their delivery to that drain and finish at once, and
+ * the jobs of deliveries it claimed are deleted before they run: a backlog costs a statement per
+ * batch, not several per delivery. A drain that stops with work left hands it to a new job.
+ *
+ * Strict FIFO and throttled webhooks: this delivery alone, in order and pace.
+ */
+export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string, webhookId?: string, signal?: AbortSignal): Promise<void> {
+  const running = webhookId ? engine.drains.get(webhookId) : undefined;
+  if (running) {
+    running.named.add(deliveryId);
+    return;
+  }
+  const db = engine.rt.db.relaxedPool;
+  const deadline = Date.now() + DRAIN_BUDGET_MS;
+  const inFlight = new Set<Promise<void>>();
+  const track = (p: Promise<void>) => {
+    const tracked = p.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  };
+  let drain: Drain | undefined;
+  let drained: string | undefined;
+  let handOff = false;
+  let named = [deliveryId];
+  try {
+    for (;;) {
+      const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
+      let claimed = 0;
+      if (room > 0) {
+        if (drain) {
+          named = [...drain.named];
+          drain.named.clear();
+        }
+        const batch = await claimDeliveryBatch(db, drained ?? webhookId ?? null, named, room);
+        if (batch.kind === 'none') break;
+        if (batch.kind === 'single') {
+          if (!drain) return await attemptOne(engine, deliveryId);
+          handOff = true; // the webhook changed mode: a new job takes it from here
+          break;
+        }
+        if (!drain && !engine.drains.has(batch.webhookId)) {
+          drain = { named: new Set() };
+          engine.drains.set(batch.webhookId, drain);
+        }
+        drained = batch.webhookId;
+        for (const id of batch.lost) track(attemptOne(engine, id));
+        for (const n of batch.notDue) await requeueJob(db, n.id, n.at);
+        if (batch.claims.length > 0) await publishClaimed(db, batch.claims);
+        for (const claim of batch.claims) track(sendClaimed(engine, claim));
+        claimed = batch.claims.length + batch.lost.length;
+      }
+      if (Date.now() > deadline || signal?.aborted) {
+        handOff = true;
+        break;
+      }
+      if (inFlight.size === 0) {
+        // Nothing due, or every slot taken by other runners' attempts (their drains go on).
+        if (claimed === 0 && !drain?.named.size) break;
+        continue;
+      }
+      // Claim again once some attempts finished: at once when many slots are free, else
+      // after a moment, so that each claim takes a batch.
+      await Promise.race(inFlight);
+      if (inFlight.size > room / 2) await new Promise((r) => setTimeout(r, 2));
+    }
+  } finally {
+    if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
+    // Deliveries named after the last claim are due (their jobs ran): a new job takes them.
+    if (drain?.named.size) handOff = true;
+    await Promise.all(inFlight);
+    if (handOff && drained) await handOffDueDeliveries(db, drained);
+  }
+}
+
+/** deliveryUpdated for deliveries a batch claim started (the one-at-a-time claim notifies in its own statement). */
+async function publishClaimed(db: pg.Pool, claims: ClaimedDelivery[]): Promise<void> {
+  await db.query({
+    name: 'publish_claimed',
+    text: 'SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n',
+    values: [NOTIFY_CHANNEL, claims.map((c) => deliveryNotification(deliveryView(c.row)))],
+  });
+}
+
+/** One delivery, claimed alone: strict FIFO order, throttling, or taking over a lost attempt. */
+async function attemptOne(engine: DeliveryEngine, deliveryId: string): Promise<void> {
+  const db = engine.rt.db.relaxedPool;
+  const outcome = await claimDelivery(db, deliveryId);
+  if (outcome.kind === 'later') await requeueJob(db, deliveryId, outcome.runAt);
+  if (outcome.kind !== 'claimed') return;
+  if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
+  await sendClaimed(engine, outcome.claim);
+}
+
+const decryptedSecrets = new Map<string, string>();
+function signingSecret(sealed: string): string {
+  let secret = decryptedSecrets.get(sealed);
+  if (secret === undefined) {
+    if (decryptedSecrets.size >= 1_000) decryptedSecrets.clear();
+    secret = decryptSecret(sealed);
+    decryptedSecrets.set(sealed, secret);
+  }
+  return secret;
+}
+
+/** Builds, signs and sends one claimed delivery, then records the attempt. */
+async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery): Promise<void> {
+  const record = (r: AttemptResult) => engine.recorder.record(r);
   const policy = normalizeRetryPolicy(claim.webhook.retryPolicy);
   const startedAt = new Date();
-  const base = { deliveryId, delivery: claim.row, attempt: claim.attempt, startedAt };
+  const base = { deliveryId: claim.row.id as string, delivery: claim.row, attempt: claim.attempt, startedAt };
 
   let dispatch: Dispatch;
   try {
     dispatch = await buildDispatch(claim);
   } catch (err) {
-    await recordAttempt(rt.db.relaxedPool, { ...base, durationMs: 0, statusCode: null, responseSnippet: null, error: (err as Error).message, outcome: 'failed' });
+    await record({ ...base, durationMs: 0, statusCode: null, responseSnippet: null, error: (err as Error).message, outcome: 'failed' });
     return;
   }
 
   const destination = claim.row.destination ?? {};
   if ((destination.type ?? 'webhook') !== 'webhook') {
-    await recordAttempt(rt.db.relaxedPool, {
+    await record({
       ...base,
       durationMs: 0,
       statusCode: null,
@@ -54,7 +175,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
     return;
   }
   const url: string = destination.config?.url ?? destination.url;
-  const secrets = claim.signingSecretsEnc.map(decryptSecret);
+  const secrets = claim.signingSecretsEnc.map(signingSecret);
   const headers: Record<string, string> = {
     'user-agent': USER_AGENT,
     ...dispatch.headers,
@@ -68,7 +189,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
     timeoutMs: claim.webhook.timeoutMs,
   });
   const result = classify(res, policy, claim.attempt);
-  await recordAttempt(rt.db.relaxedPool, {
+  await record({
     ...base,
     ...result,
     durationMs: res.durationMs,

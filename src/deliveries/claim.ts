@@ -6,7 +6,7 @@ import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
 /** Extra time on top of the webhook's timeout before an attempt counts as lost (runner died). */
 export const LEASE_MARGIN_MS = 15_000;
 /** How long a delivery that found its webhook at maxInFlight waits before trying again. */
-const IN_FLIGHT_RETRY_MS = 100;
+export const IN_FLIGHT_RETRY_MS = 100;
 
 export interface ClaimedDelivery {
   row: any;
@@ -176,7 +176,8 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
 
 /** Re-queues the delivery's job (a new job: the running one is locked and finishes now). */
 export async function requeueJob(client: pg.PoolClient | pg.Pool, deliveryId: string, runAt: Date) {
-  await client.query(`SELECT graphile_worker.add_job($1, json_build_object('deliveryId', $2::text), run_at := $3::timestamptz, job_key := $4, max_attempts := 25)`, [
+  await client.query(`SELECT graphile_worker.add_job($1, json_build_object('deliveryId', id, 'webhookId', webhook_id), run_at := $3::timestamptz, job_key := $4, max_attempts := 25)
+                        FROM deliveries WHERE id = $2`, [
     ATTEMPT_TASK,
     deliveryId,
     runAt,

@@ -33,7 +33,7 @@ export async function insertDelivery(client: pg.PoolClient | pg.Client, d: NewDe
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9, $10, $11, $12, $13)
        RETURNING id
      )
-     SELECT graphile_worker.add_job($14, json_build_object('deliveryId', (SELECT id FROM d)), run_at := $8::timestamptz, job_key := 'del:' || $1, max_attempts := 25)`,
+     SELECT graphile_worker.add_job($14, json_build_object('deliveryId', (SELECT id FROM d), 'webhookId', $3::text), run_at := $8::timestamptz, job_key := 'del:' || $1, max_attempts := 25)`,
     [
       id,
       d.projectId,

@@ -22,37 +22,94 @@ export interface AttemptResult {
 }
 
 /**
- * Records an attempt and moves the delivery on, in one statement: the attempt row, the
- * delivery's new state, its next job (retry) or its DLQ entry (failure), the next FIFO
- * head's job when this one finished, and the change notification. Guarded by
- * status = 'delivering' and the attempt number, so a stale runner changes nothing.
- * Returns false when the guard did not hold.
+ * Records attempts and moves their deliveries on, in one statement for the whole batch: the
+ * attempt rows, the deliveries' new states, their next jobs (retry) or DLQ entries (failure),
+ * each finished FIFO head's successor's job, and the change notifications. Each row is guarded
+ * by status = 'delivering' and its attempt number, so a stale runner changes nothing.
+ * Returns, per result, whether its guard held.
  */
-export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResult): Promise<boolean> {
-  const status = r.outcome === 'succeeded' ? 'succeeded' : r.outcome === 'retry' ? 'retrying' : 'failed';
-  const terminal = status !== 'retrying';
-  const lastAttempt = { statusCode: r.statusCode, durationMs: r.durationMs, error: r.error, at: r.startedAt.toISOString() };
-  const { rows } = await db.query(
-    `WITH upd AS (
-       UPDATE deliveries SET status = $3, lease_until = NULL, next_attempt_at = $4::timestamptz, last_attempt = $5,
-              completed_at = CASE WHEN $6::bool THEN now() ELSE NULL END, updated_at = now(),
-              dispatch_body = COALESCE($13, dispatch_body), dispatch_content_type = COALESCE($14, dispatch_content_type),
-              dispatch_headers = COALESCE($15::jsonb, dispatch_headers)
-        WHERE id = $1 AND status = 'delivering' AND attempts = $2
-        RETURNING *
+export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<boolean[]> {
+  if (results.length === 0) return [];
+  const cols = {
+    id: [] as string[],
+    attempt: [] as number[],
+    status: [] as string[],
+    nextAt: [] as (Date | null)[],
+    lastAttempt: [] as string[],
+    terminal: [] as boolean[],
+    attId: [] as string[],
+    startedAt: [] as Date[],
+    durationMs: [] as (number | null)[],
+    statusCode: [] as (number | null)[],
+    error: [] as (string | null)[],
+    snippet: [] as (string | null)[],
+    dispatchBody: [] as (Buffer | null)[],
+    dispatchType: [] as (string | null)[],
+    dispatchHeaders: [] as (string | null)[],
+    outcome: [] as string[],
+    dlqId: [] as string[],
+    notification: [] as string[],
+  };
+  for (const r of results) {
+    const status = r.outcome === 'succeeded' ? 'succeeded' : r.outcome === 'retry' ? 'retrying' : 'failed';
+    const terminal = status !== 'retrying';
+    const nextAt = r.outcome === 'retry' ? (r.nextAttemptAt ?? null) : null;
+    const lastAttempt = { statusCode: r.statusCode, durationMs: r.durationMs, error: r.error, at: r.startedAt.toISOString() };
+    cols.id.push(r.deliveryId);
+    cols.attempt.push(r.attempt);
+    cols.status.push(status);
+    cols.nextAt.push(nextAt);
+    cols.lastAttempt.push(JSON.stringify(lastAttempt));
+    cols.terminal.push(terminal);
+    cols.attId.push(newId('att'));
+    cols.startedAt.push(r.startedAt);
+    cols.durationMs.push(r.durationMs);
+    cols.statusCode.push(r.statusCode);
+    cols.error.push(r.error);
+    cols.snippet.push(r.responseSnippet);
+    cols.dispatchBody.push(r.dispatch?.body ?? null);
+    cols.dispatchType.push(r.dispatch?.contentType ?? null);
+    cols.dispatchHeaders.push(r.dispatch ? JSON.stringify(r.dispatch.headers) : null);
+    cols.outcome.push(r.outcome);
+    cols.dlqId.push(newId('dlq'));
+    cols.notification.push(
+      deliveryNotification(
+        deliveryView({ ...r.delivery, status, next_attempt_at: nextAt, last_attempt: lastAttempt, completed_at: terminal ? new Date() : null }),
+      ),
+    );
+  }
+  const { rows } = await db.query({
+    name: 'record_attempts',
+    text: `WITH r AS (
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::bool[], $7::text[],
+                            $8::timestamptz[], $9::int[], $10::int[], $11::text[], $12::text[], $13::bytea[], $14::text[],
+                            $15::jsonb[], $16::text[], $17::text[], $18::text[])
+         AS r(id, attempt, status, next_at, last_attempt, terminal, att_id, started_at, duration_ms, status_code, error,
+              snippet, dispatch_body, dispatch_content_type, dispatch_headers, outcome, dlq_id, notification)
+     ), upd AS (
+       UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
+              completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
+              dispatch_body = COALESCE(r.dispatch_body, d.dispatch_body),
+              dispatch_content_type = COALESCE(r.dispatch_content_type, d.dispatch_content_type),
+              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers)
+         FROM r
+        WHERE d.id = r.id AND d.status = 'delivering' AND d.attempts = r.attempt
+        RETURNING d.id, d.project_id, d.webhook_id, d.status, d.next_attempt_at
      ), att AS (
        INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
-       SELECT $7, id, $2, $8::timestamptz, $9, $10, $11, $12, $16 FROM upd
+       SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
+         FROM upd JOIN r ON r.id = upd.id
        ON CONFLICT (delivery_id, number) DO NOTHING
      ), dlq AS (
        INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason)
-       SELECT $17, project_id, webhook_id, id, COALESCE($11, 'HTTP ' || $10::text) FROM upd WHERE upd.status = 'failed'
+       SELECT r.dlq_id, upd.project_id, upd.webhook_id, upd.id, COALESCE(r.error, 'HTTP ' || r.status_code::text)
+         FROM upd JOIN r ON r.id = upd.id WHERE upd.status = 'failed'
        ON CONFLICT (delivery_id) DO NOTHING
      ), retry_job AS (
-       SELECT graphile_worker.add_job($18, json_build_object('deliveryId', id), run_at := $4::timestamptz, job_key := 'del:' || id, max_attempts := 25)
+       SELECT graphile_worker.add_job($19, json_build_object('deliveryId', id, 'webhookId', webhook_id), run_at := next_attempt_at, job_key := 'del:' || id, max_attempts := 25)
          FROM upd WHERE upd.status = 'retrying'
      ), next_head AS (
-       SELECT graphile_worker.add_job($18, json_build_object('deliveryId', n.id), job_key := 'del:' || n.id, max_attempts := 25)
+       SELECT graphile_worker.add_job($19, json_build_object('deliveryId', n.id, 'webhookId', upd.webhook_id), job_key := 'del:' || n.id, max_attempts := 25)
          FROM upd
          JOIN webhooks w ON w.id = upd.webhook_id AND w.delivery_mode = 'strict_fifo' AND w.status = 'active'
          CROSS JOIN LATERAL (
@@ -61,46 +118,91 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
             ORDER BY x.seq LIMIT 1) n
         WHERE upd.status <> 'retrying'
      ), notified AS (
-       SELECT pg_notify($19, $20) FROM upd
+       SELECT pg_notify($20, r.notification) FROM upd JOIN r ON r.id = upd.id
      )
-     SELECT upd.id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
+     SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified
        FROM upd`,
-    [
-      r.deliveryId,
-      r.attempt,
-      status,
-      r.outcome === 'retry' ? r.nextAttemptAt : null,
-      JSON.stringify(lastAttempt),
-      terminal,
-      newId('att'),
-      r.startedAt,
-      r.durationMs,
-      r.statusCode,
-      r.error,
-      r.responseSnippet,
-      r.dispatch?.body ?? null,
-      r.dispatch?.contentType ?? null,
-      r.dispatch ? JSON.stringify(r.dispatch.headers) : null,
-      r.outcome,
-      newId('dlq'),
+    values: [
+      cols.id,
+      cols.attempt,
+      cols.status,
+      cols.nextAt,
+      cols.lastAttempt,
+      cols.terminal,
+      cols.attId,
+      cols.startedAt,
+      cols.durationMs,
+      cols.statusCode,
+      cols.error,
+      cols.snippet,
+      cols.dispatchBody,
+      cols.dispatchType,
+      cols.dispatchHeaders,
+      cols.outcome,
+      cols.dlqId,
+      cols.notification,
       ATTEMPT_TASK,
       NOTIFY_CHANNEL,
-      deliveryNotification(
-        deliveryView({
-          ...r.delivery,
-          status,
-          next_attempt_at: r.outcome === 'retry' ? r.nextAttemptAt : null,
-          last_attempt: lastAttempt,
-          completed_at: terminal ? new Date() : null,
-        }),
-      ),
     ],
-  );
-  if (rows.length === 0) return false;
-  // Release the webhook's in-flight slot in its own short statement: inside the one above it
-  // would keep the webhook row locked for that whole statement, serialising every result of
-  // the webhook. A crash in between leaks the slot until the sweeper reconciles it.
-  await db.query('UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) WHERE id = $1', [(r.delivery as any).webhook_id]);
-  return true;
+  });
+  const recorded = new Set<string>();
+  const released = new Map<string, number>();
+  for (const row of rows) {
+    recorded.add(row.id);
+    released.set(row.webhook_id, (released.get(row.webhook_id) ?? 0) + 1);
+  }
+  // Release the webhooks' in-flight slots in statements of their own, one webhook each: inside
+  // the one above they would keep each webhook's row locked for that whole statement, and two
+  // batches taking two webhooks' locks in opposite orders could deadlock. A crash in between
+  // leaks the slots until the sweeper reconciles them.
+  for (const [webhookId, n] of [...released].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    await db.query({ name: 'release_in_flight', text: 'UPDATE webhooks SET in_flight = GREATEST(in_flight - $2, 0) WHERE id = $1', values: [webhookId, n] });
+  }
+  return results.map((r) => recorded.has(r.deliveryId));
+}
+
+/** Records one attempt (see recordAttempts). Returns false when its guard did not hold. */
+export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResult): Promise<boolean> {
+  const [ok] = await recordAttempts(db, [r]);
+  return ok;
+}
+
+/**
+ * Gathers the results of attempts finishing at about the same time on this runner into one
+ * recordAttempts statement: while one batch is being written the next one fills up, so under
+ * load a runner writes many results per round trip and alone it writes each at once.
+ */
+export class AttemptRecorder {
+  private pending: { result: AttemptResult; resolve: (ok: boolean) => void; reject: (err: unknown) => void }[] = [];
+  private writing = false;
+
+  constructor(
+    private readonly db: pg.Pool,
+    private readonly maxBatch = 200,
+  ) {}
+
+  record(result: AttemptResult): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ result, resolve, reject });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private async drain() {
+    this.writing = true;
+    try {
+      while (this.pending.length > 0) {
+        const batch = this.pending.splice(0, this.maxBatch);
+        try {
+          const ok = await recordAttempts(this.db, batch.map((p) => p.result));
+          batch.forEach((p, i) => p.resolve(ok[i]));
+        } catch (err) {
+          for (const p of batch) p.reject(err);
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
 }

@@ -80,11 +80,11 @@ export async function requeueWebhookDeliveries(rt: Rt, webhookId: string): Promi
   const { rows } = await rt.db.pool.query(
     `WITH w AS (SELECT delivery_mode FROM webhooks WHERE id = $1),
      pending AS (
-       SELECT d.id, d.next_attempt_at FROM deliveries d
+       SELECT d.id, d.webhook_id, d.next_attempt_at FROM deliveries d
         WHERE d.webhook_id = $1 AND d.status IN ('queued','scheduled','retrying','delivering')
           AND ((SELECT delivery_mode FROM w) = 'parallel' OR d.seq = (
             SELECT min(seq) FROM deliveries x WHERE x.webhook_id = $1 AND x.status IN ('queued','scheduled','retrying','delivering'))))
-     SELECT graphile_worker.add_job($2, json_build_object('deliveryId', id), run_at := COALESCE(next_attempt_at::timestamptz, now()),
+     SELECT graphile_worker.add_job($2, json_build_object('deliveryId', id, 'webhookId', webhook_id), run_at := COALESCE(next_attempt_at::timestamptz, now()),
                                     job_key := 'del:' || id, max_attempts := 25)
        FROM pending`,
     [webhookId, ATTEMPT_TASK],

@@ -19,7 +19,7 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
     try {
       const { rows } = await client.query(
         `WITH candidates AS (
-           SELECT d.id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+           SELECT d.id, d.webhook_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
             WHERE d.status IN ('queued','scheduled','retrying','delivering') AND w.status = 'active'
               AND (
                 (d.status = 'delivering' AND d.lease_until < now())
@@ -27,11 +27,13 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
                     AND NOT EXISTS (
                       SELECT 1 FROM graphile_worker._private_jobs j
                        WHERE j.key = 'del:' || d.id AND (j.locked_at IS NULL OR j.locked_at > now() - interval '5 minutes'))
-                    AND (w.delivery_mode = 'parallel' OR d.seq = (
+                    -- A parallel webhook with attempts in flight is being drained: like a FIFO webhook's, only its
+                    -- oldest waiting delivery needs a job of its own.
+                    AND ((w.delivery_mode = 'parallel' AND w.in_flight = 0) OR d.seq = (
                       SELECT min(x.seq) FROM deliveries x WHERE x.webhook_id = d.webhook_id AND x.status IN ('queued','scheduled','retrying','delivering'))))
               )
             LIMIT 1000)
-         SELECT graphile_worker.add_job($1, json_build_object('deliveryId', id), job_key := 'del:' || id, max_attempts := 25) FROM candidates`,
+         SELECT graphile_worker.add_job($1, json_build_object('deliveryId', id, 'webhookId', webhook_id), job_key := 'del:' || id, max_attempts := 25) FROM candidates`,
         [ATTEMPT_TASK],
       );
       if (rows.length > 0) log.info({ requeued: rows.length }, 'delivery sweep re-queued deliveries');

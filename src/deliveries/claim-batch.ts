@@ -1,0 +1,152 @@
+import type pg from 'pg';
+import { LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
+import { ATTEMPT_TASK } from './enqueue.ts';
+
+/** Most deliveries of one webhook a drain (see attemptDelivery) has in flight at once, and so claims in one statement. */
+export const DRAIN_MAX_IN_FLIGHT = 200;
+
+export type BatchClaimOutcome =
+  /** Claimed: the named deliveries that were due (while slots were free), then the webhook's oldest due ones. */
+  | {
+      kind: 'claimed';
+      webhookId: string;
+      claims: ClaimedDelivery[];
+      /** Named deliveries whose attempt was lost with its runner (lease ran out): the one-at-a-time claim takes them over. */
+      lost: string[];
+      /** Named deliveries not due yet, with their time. */
+      notDue: { id: string; at: Date }[];
+    }
+  /** The webhook is strict FIFO or throttled: one delivery at a time. */
+  | { kind: 'single' }
+  /** Nothing to claim: no such delivery or webhook, or the webhook is not active. */
+  | { kind: 'none' };
+
+/**
+ * Gives the webhook's oldest due delivery a job again, when a job that drained the webhook stops
+ * with work left (time budget, shutdown): jobs that found every slot taken left theirs to it.
+ */
+export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webhookId: string): Promise<void> {
+  await client.query({
+    name: 'hand_off_due_deliveries',
+    text: `SELECT graphile_worker.add_job($2, json_build_object('deliveryId', n.id, 'webhookId', $1::text), job_key := 'del:' || n.id, max_attempts := 25)
+             FROM (SELECT u.id FROM (
+                     (SELECT id, seq FROM deliveries WHERE webhook_id = $1 AND status = 'queued' ORDER BY seq LIMIT 1)
+                     UNION ALL
+                     (SELECT id, seq FROM deliveries WHERE webhook_id = $1 AND status IN ('retrying', 'scheduled') AND next_attempt_at <= now() ORDER BY seq LIMIT 1)
+                   ) u ORDER BY u.seq LIMIT 1) n`,
+    values: [webhookId, ATTEMPT_TASK],
+  });
+}
+
+/**
+ * Claims, in one statement, up to `max` due deliveries of a webhook: the named ones first (the
+ * jobs that asked for them), then the webhook's oldest due ones. Only for active webhooks in
+ * parallel mode without throttling (their deliveries need no order between them); the
+ * webhook's row lock serialises these claims, and the in-flight counter they raise is the
+ * maxInFlight semaphore that recordAttempts releases.
+ *
+ * Siblings are taken among deliveries whose job no runner holds yet (held jobs are about to run
+ * and name their delivery), and their jobs are deleted: their work is done here, so a backlog
+ * costs a job run per batch rather than per delivery. The delete is on graphile-worker's job
+ * table itself, keyed by job_key: its remove_job() would add a NOTIFY per job to every runner.
+ *
+ * `webhookId` may be null: then it is the first named delivery's.
+ */
+export async function claimDeliveryBatch(client: pg.Pool | pg.PoolClient, webhookId: string | null, named: string[], max: number): Promise<BatchClaimOutcome> {
+  const { rows } = await client.query({
+    name: 'claim_delivery_batch',
+    text: `
+WITH w AS (
+  SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.in_flight, w.timeout_ms,
+         w.retry_policy, w.custom_headers, w.transform,
+         (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable
+    FROM webhooks w WHERE w.id = COALESCE($4::text, (SELECT webhook_id FROM deliveries WHERE id = ($1::text[])[1]))
+     FOR UPDATE
+), own AS (
+  SELECT d.id, d.seq, d.status, d.next_attempt_at, d.lease_until FROM deliveries d, w WHERE d.id = ANY($1::text[]) AND d.webhook_id = w.id
+), due AS (
+  SELECT u.id, u.seq FROM (
+    (SELECT o.id, o.seq FROM own o, w WHERE w.batchable AND o.status IN ('queued', 'retrying', 'scheduled')
+        AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= now()))
+    UNION
+    (SELECT d.id, d.seq FROM deliveries d, w WHERE w.batchable AND d.webhook_id = w.id AND d.status = 'queued'
+        AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = 'del:' || d.id AND j.locked_at IS NOT NULL)
+      ORDER BY d.seq LIMIT $2)
+    UNION
+    (SELECT d.id, d.seq FROM deliveries d, w WHERE w.batchable AND d.webhook_id = w.id AND d.status = 'retrying'
+        AND d.next_attempt_at <= now() ORDER BY d.seq LIMIT $2)
+    UNION
+    (SELECT d.id, d.seq FROM deliveries d, w WHERE w.batchable AND d.webhook_id = w.id AND d.status = 'scheduled'
+        AND d.next_attempt_at <= now() ORDER BY d.seq LIMIT $2)
+  ) u
+  ORDER BY u.id = ANY($1::text[]) DESC, u.seq
+  LIMIT LEAST($2, GREATEST((SELECT max_in_flight - in_flight FROM w), 0))
+), upd AS (
+  UPDATE deliveries d
+     SET status = 'delivering', attempts = d.attempts + 1,
+         lease_until = now() + make_interval(secs => ((SELECT timeout_ms FROM w) + $3::int)::float8 / 1000),
+         next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
+    FROM due
+   WHERE d.id = due.id AND d.status IN ('queued', 'retrying', 'scheduled')
+  RETURNING d.*
+), slot AS (
+  UPDATE webhooks SET in_flight = in_flight + (SELECT count(*) FROM upd)
+   WHERE id = (SELECT id FROM w) AND EXISTS (SELECT 1 FROM upd)
+), gone AS (
+  DELETE FROM graphile_worker._private_jobs j
+   WHERE j.key IN (SELECT 'del:' || id FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
+)
+SELECT c.*, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
+       w.custom_headers, w.throttle_rate_per_second, w.transform, w.batchable,
+       (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) AS lost_ids,
+       (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
+         WHERE status IN ('retrying', 'scheduled') AND next_attempt_at > now()) AS not_due,
+       (SELECT array_agg(s.secret_enc ORDER BY s.version DESC) FROM webhook_secrets s
+         WHERE s.webhook_id = w.id AND s.kind = 'signing' AND (s.expires_at IS NULL OR s.expires_at > now())) AS signing_secrets
+  FROM w
+  LEFT JOIN (
+    SELECT u.*, COALESCE(u.dispatch_body, e.body) AS payload, u.dispatch_body IS NOT NULL AS has_dispatch,
+           COALESCE(u.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers
+      FROM upd u JOIN events e ON e.id = u.event_id
+  ) c ON true`,
+    values: [named, max, LEASE_MARGIN_MS, webhookId],
+  });
+  const first = rows[0];
+  if (!first) return { kind: 'none' };
+  if (!first.batchable) return first.webhook_status === 'active' ? { kind: 'single' } : { kind: 'none' };
+  const claims: ClaimedDelivery[] = [];
+  for (const d of rows) {
+    if (!d.id) continue;
+    const { payload, has_dispatch, payload_content_type, event_headers, batch_webhook_id: _w, webhook_status, delivery_mode, max_in_flight,
+      timeout_ms, retry_policy, custom_headers, throttle_rate_per_second, transform, batchable: _b, lost_ids: _l, not_due: _n,
+      signing_secrets, ...row } = d;
+    claims.push({
+      row,
+      attempt: row.attempts,
+      body: payload,
+      contentType: payload_content_type,
+      dispatchHeaders: row.dispatch_headers,
+      hasDispatch: has_dispatch,
+      eventHeaders: event_headers ?? {},
+      signingSecretsEnc: signing_secrets ?? [],
+      webhook: {
+        status: webhook_status,
+        deliveryMode: delivery_mode,
+        maxInFlight: max_in_flight,
+        timeoutMs: timeout_ms,
+        retryPolicy: retry_policy,
+        customHeaders: custom_headers ?? {},
+        throttleRatePerSecond: throttle_rate_per_second,
+        transform,
+      },
+      lostPrevious: false,
+    });
+  }
+  return {
+    kind: 'claimed',
+    webhookId: first.batch_webhook_id,
+    claims,
+    lost: first.lost_ids ?? [],
+    notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
+  };
+}
