@@ -57,9 +57,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.worker !== false) {
     outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
     runner = await run({
-      // Job bookkeeping commits without waiting for the disk: a delivery's state lives in its row,
-      // so a job that runs again after a database crash finds its work done (see relaxedPool).
-      pgPool: db.relaxedPool,
+      pgPool: db.pool,
       concurrency: config.WORKER_CONCURRENCY,
       taskList: createTaskList(rt, createDeliveryEngine(rt, outbound)),
       noHandleSignals: true,

@@ -62,24 +62,32 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
     const tracked = p.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => inFlight.delete(tracked));
     inFlight.add(tracked);
   };
+  // Registered before the first claim, so that the webhook's jobs starting meanwhile join it
+  // rather than each claiming on its own.
   let drain: Drain | undefined;
-  let drained: string | undefined;
+  let drained = webhookId;
+  if (webhookId) {
+    drain = { named: new Set() };
+    engine.drains.set(webhookId, drain);
+  }
   let handOff = false;
   let named = [deliveryId];
+  // The last claim took every due delivery it could: claim again only for deliveries named since.
+  let exhausted = false;
   try {
-    for (;;) {
+    for (let round = 0; ; round++) {
       const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
-      let claimed = 0;
-      if (room > 0) {
-        if (drain) {
-          named = [...drain.named];
-          drain.named.clear();
-        }
-        const batch = await claimDeliveryBatch(db, drained ?? webhookId ?? null, named, room);
-        if (batch.kind === 'none') break;
+      if (room > 0 && (round === 0 || !exhausted || drain?.named.size)) {
+        if (round > 0 && drain) named = [...drain.named];
+        drain?.named.clear();
+        const batch = await claimDeliveryBatch(db, drained ?? null, named, room);
+        if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
         if (batch.kind === 'single') {
-          if (!drain) return await attemptOne(engine, deliveryId);
-          handOff = true; // the webhook changed mode: a new job takes it from here
+          // Strict FIFO or throttled: each delivery goes its own way, with its own job.
+          if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
+          for (const id of [...(drain?.named ?? [])]) await requeueJob(db, id, new Date());
+          drain = undefined;
+          if (round === 0) return await attemptOne(engine, deliveryId);
           break;
         }
         if (!drain && !engine.drains.has(batch.webhookId)) {
@@ -91,15 +99,15 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
         for (const n of batch.notDue) await requeueJob(db, n.id, n.at);
         if (batch.claims.length > 0) await publishClaimed(db, batch.claims);
         for (const claim of batch.claims) track(sendClaimed(engine, claim));
-        claimed = batch.claims.length + batch.lost.length;
+        exhausted = batch.claims.length < Math.min(room, batch.freeSlots);
       }
       if (Date.now() > deadline || signal?.aborted) {
         handOff = true;
         break;
       }
       if (inFlight.size === 0) {
-        // Nothing due, or every slot taken by other runners' attempts (their drains go on).
-        if (claimed === 0 && !drain?.named.size) break;
+        // Nothing was claimed: nothing is due, or other runners' drains hold every slot (they go on).
+        if (!drain?.named.size) break;
         continue;
       }
       // Claim again once some attempts finished: at once when many slots are free, else

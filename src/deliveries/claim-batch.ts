@@ -15,6 +15,8 @@ export type BatchClaimOutcome =
       lost: string[];
       /** Named deliveries not due yet, with their time. */
       notDue: { id: string; at: Date }[];
+      /** The webhook's free in-flight slots before this claim. */
+      freeSlots: number;
     }
   /** The webhook is strict FIFO or throttled: one delivery at a time. */
   | { kind: 'single' }
@@ -43,7 +45,9 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
  * jobs that asked for them), then the webhook's oldest due ones. Only for active webhooks in
  * parallel mode without throttling (their deliveries need no order between them); the
  * webhook's row lock serialises these claims, and the in-flight counter they raise is the
- * maxInFlight semaphore that recordAttempts releases.
+ * maxInFlight semaphore that recordAttempts releases. The lock is FOR NO KEY UPDATE: ingest's
+ * inserts hold FOR KEY SHARE on the webhook (foreign keys) until their durable commit, and a
+ * FOR UPDATE would queue behind them and them behind it.
  *
  * Siblings are taken among deliveries whose job no runner holds yet (held jobs are about to run
  * and name their delivery), and their jobs are deleted: their work is done here, so a backlog
@@ -61,7 +65,7 @@ WITH w AS (
          w.retry_policy, w.custom_headers, w.transform,
          (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable
     FROM webhooks w WHERE w.id = COALESCE($4::text, (SELECT webhook_id FROM deliveries WHERE id = ($1::text[])[1]))
-     FOR UPDATE
+     FOR NO KEY UPDATE
 ), own AS (
   SELECT d.id, d.seq, d.status, d.next_attempt_at, d.lease_until FROM deliveries d, w WHERE d.id = ANY($1::text[]) AND d.webhook_id = w.id
 ), due AS (
@@ -96,7 +100,7 @@ WITH w AS (
   DELETE FROM graphile_worker._private_jobs j
    WHERE j.key IN (SELECT 'del:' || id FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
 )
-SELECT c.*, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
+SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0) AS free_slots, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
        w.custom_headers, w.throttle_rate_per_second, w.transform, w.batchable,
        (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) AS lost_ids,
        (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
@@ -117,7 +121,7 @@ SELECT c.*, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mod
   const claims: ClaimedDelivery[] = [];
   for (const d of rows) {
     if (!d.id) continue;
-    const { payload, has_dispatch, payload_content_type, event_headers, batch_webhook_id: _w, webhook_status, delivery_mode, max_in_flight,
+    const { payload, has_dispatch, payload_content_type, event_headers, batch_webhook_id: _w, free_slots: _f, webhook_status, delivery_mode, max_in_flight,
       timeout_ms, retry_policy, custom_headers, throttle_rate_per_second, transform, batchable: _b, lost_ids: _l, not_due: _n,
       signing_secrets, ...row } = d;
     claims.push({
@@ -147,6 +151,7 @@ SELECT c.*, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mod
     webhookId: first.batch_webhook_id,
     claims,
     lost: first.lost_ids ?? [],
+    freeSlots: first.free_slots,
     notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
   };
 }
