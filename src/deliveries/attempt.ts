@@ -31,9 +31,40 @@ export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): Del
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
 const DRAIN_BUDGET_MS = 5_000;
 
-/** A job draining one parallel webhook on this runner; other jobs of the webhook name their delivery to it. */
-interface Drain {
-  named: Set<string>;
+/** How long a job that named its delivery to a drain waits for the drain to take it up. */
+const JOIN_WAIT_MS = 50;
+
+/**
+ * A job draining one parallel webhook on this runner; the webhook's other jobs name their
+ * delivery to it. They wait (briefly) until a claim took their delivery up: while they hold
+ * the runner's job slots, graphile-worker does not run through the queue ahead of the drain,
+ * whose claims delete the jobs of the deliveries they take, so most jobs never run.
+ */
+class Drain {
+  private waiting = new Map<string, () => void>();
+
+  get size() {
+    return this.waiting.size;
+  }
+
+  join(deliveryId: string): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, JOIN_WAIT_MS);
+      const before = this.waiting.get(deliveryId);
+      this.waiting.set(deliveryId, () => {
+        clearTimeout(timer);
+        before?.();
+        resolve();
+      });
+    });
+  }
+
+  /** The named deliveries, and the release of their jobs once a claim took them up. */
+  take(): { ids: string[]; release(): void } {
+    const taken = this.waiting;
+    this.waiting = new Map();
+    return { ids: [...taken.keys()], release: () => taken.forEach((done) => done()) };
+  }
 }
 
 /**
@@ -51,10 +82,7 @@ interface Drain {
  */
 export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string, webhookId?: string, signal?: AbortSignal): Promise<void> {
   const running = webhookId ? engine.drains.get(webhookId) : undefined;
-  if (running) {
-    running.named.add(deliveryId);
-    return;
-  }
+  if (running) return running.join(deliveryId);
   const db = engine.rt.db.relaxedPool;
   const deadline = Date.now() + DRAIN_BUDGET_MS;
   const inFlight = new Set<Promise<void>>();
@@ -67,31 +95,33 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   let drain: Drain | undefined;
   let drained = webhookId;
   if (webhookId) {
-    drain = { named: new Set() };
+    drain = new Drain();
     engine.drains.set(webhookId, drain);
   }
+  const stopDraining = () => {
+    if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
+  };
   let handOff = false;
-  let named = [deliveryId];
+  let single = false;
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
   try {
     for (let round = 0; ; round++) {
       const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
-      if (room > 0 && (round === 0 || !exhausted || drain?.named.size)) {
-        if (round > 0 && drain) named = [...drain.named];
-        drain?.named.clear();
-        const batch = await claimDeliveryBatch(db, drained ?? null, named, room);
+      if (room > 0 && (round === 0 || !exhausted || drain?.size)) {
+        const named = drain?.take() ?? { ids: [], release() {} };
+        const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
         if (batch.kind === 'single') {
           // Strict FIFO or throttled: each delivery goes its own way, with its own job.
-          if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
-          for (const id of [...(drain?.named ?? [])]) await requeueJob(db, id, new Date());
-          drain = undefined;
+          stopDraining();
+          single = true;
+          for (const id of named.ids) await requeueJob(db, id, new Date());
           if (round === 0) return await attemptOne(engine, deliveryId);
           break;
         }
         if (!drain && !engine.drains.has(batch.webhookId)) {
-          drain = { named: new Set() };
+          drain = new Drain();
           engine.drains.set(batch.webhookId, drain);
         }
         drained = batch.webhookId;
@@ -107,7 +137,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
       }
       if (inFlight.size === 0) {
         // Nothing was claimed: nothing is due, or other runners' drains hold every slot (they go on).
-        if (!drain?.named.size) break;
+        if (!drain?.size) break;
         continue;
       }
       // Claim again once some attempts finished: at once when many slots are free, else
@@ -116,11 +146,15 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
       if (inFlight.size > room / 2) await new Promise((r) => setTimeout(r, 2));
     }
   } finally {
-    if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
-    // Deliveries named after the last claim are due (their jobs ran): a new job takes them.
-    if (drain?.named.size) handOff = true;
+    stopDraining();
+    // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them, or
+    // for a webhook that turned out one-at-a-time, each its own job again.
+    const left = drain?.take();
+    if (left?.ids.length) handOff = true;
     await Promise.all(inFlight);
-    if (handOff && drained) await handOffDueDeliveries(db, drained);
+    if (single) for (const id of left?.ids ?? []) await requeueJob(db, id, new Date());
+    else if (handOff && drained) await handOffDueDeliveries(db, drained);
+    left?.release();
   }
 }
 
