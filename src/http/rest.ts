@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { filterSchema } from '@graphql-tools/utils';
-import { execute, GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import { Request as FetchRequest } from '@whatwg-node/fetch';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
@@ -12,6 +12,7 @@ import { log } from '../log.ts';
 import { parseStructuredBody, readBody } from './body.ts';
 import { sendError, sendFetchText, sendJson } from './respond.ts';
 import { REST_ROUTES, type RestRoute } from './routes.ts';
+import { createCompiledExecute } from './rest-execution.ts';
 import { coerceArgs } from './validate-args.ts';
 
 const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
@@ -77,6 +78,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   // SOFA re-reads arguments from the request and drops explicit nulls (and falsy query values);
   // execution gets the arguments this layer already validated instead, nulls included.
   const validatedArgs = new WeakMap<object, Record<string, unknown>>();
+  const executeCompiled = createCompiledExecute();
   const sofa = useSofa({
     basePath: '/v1',
     schema: restSchema,
@@ -87,7 +89,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       if (serverContext.variables) validatedArgs.set(ctx, serverContext.variables);
       return ctx;
     },
-    execute: (args: Parameters<typeof execute>[0]) => execute({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
+    execute: (args: Parameters<typeof executeCompiled>[0]) => executeCompiled({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
       if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
