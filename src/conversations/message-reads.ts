@@ -1,4 +1,4 @@
-import type { QueryConfig } from 'pg';
+import type { QueryArrayConfig } from 'pg';
 import type { Runtime } from '../runtime.ts';
 import type { MessageRow } from './rows.ts';
 
@@ -9,58 +9,61 @@ import type { MessageRow } from './rows.ts';
  * exact shape Prisma gives with `include: { contact: true }` (MessageRow).
  */
 
+// Rows come back as arrays (rowMode 'array'): pg then skips building an object keyed by column
+// name for each row, which toMessageRow would only copy again. The indexes below follow COLUMNS.
 const COLUMNS = `m.id, m.project_id, m.conversation_id, m.contact_id, m.body, m.reactions, m.attachments, m.read_at,
-  m.created_at, m.updated_at, c.project_id AS c_project_id, c.username AS c_username, c.phone_number AS c_phone_number,
-  c.avatar_url AS c_avatar_url, c.display_name AS c_display_name, c.last_active_at AS c_last_active_at, c.created_at AS c_created_at`;
+  m.created_at, m.updated_at, c.project_id, c.username, c.phone_number, c.avatar_url, c.display_name, c.last_active_at,
+  c.created_at`;
 
-interface JoinedRow {
-  id: string;
-  project_id: string;
-  conversation_id: string;
-  contact_id: string;
-  body: string;
-  reactions: MessageRow['reactions'];
-  attachments: MessageRow['attachments'];
-  read_at: Date | null;
-  created_at: Date;
-  updated_at: Date | null;
-  c_project_id: string;
-  c_username: string;
-  c_phone_number: string;
-  c_avatar_url: string | null;
-  c_display_name: string | null;
-  c_last_active_at: Date | null;
-  c_created_at: Date;
-}
+type JoinedRow = [
+  id: string,
+  projectId: string,
+  conversationId: string,
+  contactId: string,
+  body: string,
+  reactions: MessageRow['reactions'],
+  attachments: MessageRow['attachments'],
+  readAt: Date | null,
+  createdAt: Date,
+  updatedAt: Date | null,
+  contactProjectId: string,
+  username: string,
+  phoneNumber: string,
+  avatarUrl: string | null,
+  displayName: string | null,
+  lastActiveAt: Date | null,
+  contactCreatedAt: Date,
+];
 
 function toMessageRow(r: JoinedRow): MessageRow {
   return {
-    id: r.id,
-    projectId: r.project_id,
-    conversationId: r.conversation_id,
-    contactId: r.contact_id,
-    body: r.body,
-    reactions: r.reactions,
-    attachments: r.attachments,
-    readAt: r.read_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
+    id: r[0],
+    projectId: r[1],
+    conversationId: r[2],
+    contactId: r[3],
+    body: r[4],
+    reactions: r[5],
+    attachments: r[6],
+    readAt: r[7],
+    createdAt: r[8],
+    updatedAt: r[9],
     contact: {
-      id: r.contact_id,
-      projectId: r.c_project_id,
-      username: r.c_username,
-      phoneNumber: r.c_phone_number,
-      avatarUrl: r.c_avatar_url,
-      displayName: r.c_display_name,
-      lastActiveAt: r.c_last_active_at,
-      createdAt: r.c_created_at,
+      id: r[3],
+      projectId: r[10],
+      username: r[11],
+      phoneNumber: r[12],
+      avatarUrl: r[13],
+      displayName: r[14],
+      lastActiveAt: r[15],
+      createdAt: r[16],
     },
   };
 }
 
 /** One message of the project, with its contact; null when there is none. */
-const BY_ID: Pick<QueryConfig, 'name' | 'text'> = {
+const BY_ID: Pick<QueryArrayConfig, 'name' | 'text' | 'rowMode'> = {
   name: 'message_by_id',
+  rowMode: 'array',
   text: `SELECT ${COLUMNS} FROM messages m JOIN contacts c ON c.id = m.contact_id WHERE m.id = $1 AND m.project_id = $2`,
 };
 
@@ -76,7 +79,7 @@ export async function messageExists(rt: Pick<Runtime, 'db'>, projectId: string, 
 
 // One prepared statement per shape of page query (filter × direction), so each is planned once
 // per connection and always has its index: (project_id, id) or (conversation_id, id).
-const pageStatements = new Map<string, Pick<QueryConfig, 'name' | 'text'>>();
+const pageStatements = new Map<string, Pick<QueryArrayConfig, 'name' | 'text' | 'rowMode'>>();
 
 function pageStatement(byConversation: boolean, beyond: 'lt' | 'gt' | undefined, order: 'asc' | 'desc') {
   const key = `${byConversation ? 'conv' : 'proj'}_${beyond ?? 'all'}_${order}`;
@@ -87,6 +90,7 @@ function pageStatement(byConversation: boolean, beyond: 'lt' | 'gt' | undefined,
     if (beyond) where.push(`m.id ${beyond === 'lt' ? '<' : '>'} $${byConversation ? 4 : 3}`);
     statement = {
       name: `messages_page_${key}`,
+      rowMode: 'array',
       text: `SELECT ${COLUMNS} FROM messages m JOIN contacts c ON c.id = m.contact_id
         WHERE ${where.join(' AND ')} ORDER BY m.id ${order.toUpperCase()} LIMIT $2`,
     };

@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { parseUtcTimestamp } from './timestamps.ts';
 
 export type { PrismaClient };
 
@@ -8,7 +9,7 @@ export type { PrismaClient };
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 // Prisma's DateTime columns are `timestamp(3)` holding UTC wall time: read and write them as UTC
 // whatever the process's time zone.
-pg.types.setTypeParser(pg.types.builtins.TIMESTAMP, (v) => new Date(`${v.replace(' ', 'T')}Z`));
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMP, parseUtcTimestamp);
 pg.defaults.parseInputDatesAsUTC = true;
 
 export interface Database {

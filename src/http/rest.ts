@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { filterSchema } from '@graphql-tools/utils';
-import { execute, GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
+import { GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import { Request as FetchRequest } from '@whatwg-node/fetch';
 import qs from 'qs';
 import { useSofa } from 'sofa-api';
@@ -12,6 +12,7 @@ import { log } from '../log.ts';
 import { parseStructuredBody, readBody } from './body.ts';
 import { sendError, sendFetchText, sendJson } from './respond.ts';
 import { REST_ROUTES, type RestRoute } from './routes.ts';
+import { createCompiledExecute } from './rest-execution.ts';
 import { coerceArgs } from './validate-args.ts';
 
 const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
@@ -77,6 +78,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   // SOFA re-reads arguments from the request and drops explicit nulls (and falsy query values);
   // execution gets the arguments this layer already validated instead, nulls included.
   const validatedArgs = new WeakMap<object, Record<string, unknown>>();
+  const executeCompiled = createCompiledExecute();
   const sofa = useSofa({
     basePath: '/v1',
     schema: restSchema,
@@ -87,7 +89,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       if (serverContext.variables) validatedArgs.set(ctx, serverContext.variables);
       return ctx;
     },
-    execute: (args: Parameters<typeof execute>[0]) => execute({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
+    execute: (args: Parameters<typeof executeCompiled>[0]) => executeCompiled({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
       if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
@@ -107,27 +109,48 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     return doc;
   }
 
-  // Paths without :params by one lookup, then the patterns; the first candidate in table order wins.
+  // SOFA's handler of each route, called directly once this layer has matched the route: fets
+  // would only dispatch the request a second time (URLPattern matching, checks of a query string
+  // the forwarded request does not carry, the server adapter's hooks) before calling it. A route
+  // fets does not list (an internal that moved) goes through SOFA's router as a whole.
+  type SofaHandler = (request: Request, context: object) => Promise<Response>;
+  const sofaRouted: SofaHandler = async (request, context) => sofa.handleRequest(request, context);
+  const sofaHandlers = new Map<string, SofaHandler>();
+  for (const route of ((sofa as any).__routes ?? []) as Array<{ method?: string; path?: string; handler?: SofaHandler }>) {
+    if (route.method && route.path && typeof route.handler === 'function') sofaHandlers.set(`${route.method.toUpperCase()} ${route.path}`, route.handler);
+  }
+  const handlers = new Map<CompiledRoute, SofaHandler>();
+  for (const r of routes) {
+    const handler = sofaHandlers.get(`${r.method} ${r.path}`);
+    if (!handler) log.warn({ route: `${r.method} ${r.path}` }, "SOFA's handler for this REST route was not found; it goes through SOFA's router");
+    handlers.set(r, handler ?? sofaRouted);
+  }
+
+  // Each path without :params has its candidates (patterned routes that match it too) listed once,
+  // in table order, so it costs one lookup; other paths try the patterns. The first candidate in
+  // table order wins.
+  const byTableOrder = (a: CompiledRoute, b: CompiledRoute) => routes.indexOf(a) - routes.indexOf(b);
+  const patterned = routes.filter((r) => r.params.length > 0);
   const exact = new Map<string, CompiledRoute[]>();
   for (const r of routes) {
     if (r.params.length > 0) continue;
     const key = r.path.replace(/\/$/, '');
     exact.set(key, [...(exact.get(key) ?? []), r]);
   }
-  const patterned = routes.filter((r) => r.params.length > 0);
+  for (const [key, candidates] of exact) {
+    candidates.push(...patterned.filter((r) => r.regex.test(key)));
+    candidates.sort(byTableOrder);
+  }
   function matchRoute(method: string | undefined, sub: string): { route: CompiledRoute; match: RegExpExecArray } {
     const path = sub.length > 1 && sub.endsWith('/') ? sub.slice(0, -1) : sub;
-    const candidates: Array<{ route: CompiledRoute; match: RegExpExecArray }> = [];
-    for (const route of exact.get(path) ?? []) candidates.push({ route, match: route.regex.exec(sub)! });
-    for (const route of patterned) {
-      const match = route.regex.exec(sub);
-      if (match) candidates.push({ route, match });
+    let candidates = exact.get(path);
+    if (!candidates) {
+      candidates = patterned.filter((r) => r.regex.test(sub));
+      if (candidates.length === 0) throw new NotFound('route');
     }
-    if (candidates.length === 0) throw new NotFound('route');
-    if (candidates.length > 1) candidates.sort((a, b) => routes.indexOf(a.route) - routes.indexOf(b.route));
-    const hit = candidates.find((c) => c.route.method === method);
-    if (!hit) throw new MethodNotAllowed([...new Set(candidates.map((c) => c.route.method))]);
-    return hit;
+    const hit = candidates.find((r) => r.method === method);
+    if (!hit) throw new MethodNotAllowed([...new Set(candidates.map((r) => r.method))]);
+    return { route: hit, match: hit.regex.exec(sub)! };
   }
 
   return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL) {
@@ -158,7 +181,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       // (SOFA would only re-parse and re-validate them). A ponyfill Request, as @whatwg-node/server
       // builds for node requests, costs a fraction of the native one.
       const forward = new FetchRequest(`http://localhost${url.pathname}`, { method: r.method });
-      return await sendFetchText(res, await sofa.handleRequest(forward, { auth, variables }));
+      return await sendFetchText(res, await handlers.get(r)!(forward, { auth, variables }));
     } catch (err) {
       sendError(res, err);
     }
