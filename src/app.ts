@@ -57,7 +57,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.worker !== false) {
     outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
     runner = await run({
-      pgPool: db.pool,
+      pgPool: db.relaxedPool,
       concurrency: config.WORKER_CONCURRENCY,
       taskList: createTaskList(rt, createDeliveryEngine(rt, outbound)),
       noHandleSignals: true,
