@@ -82,13 +82,17 @@ describe('ordering and concurrency across two runners', () => {
     expect(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size).toBe(ids.length);
     expect(receiver.maxInFlight).toBeLessThanOrEqual(20);
     expect(receiver.maxInFlight).toBeGreaterThan(1);
-    const { rows } = await app.rt.db.pool.query(
-      `SELECT (SELECT count(*)::int FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.webhook_id = $1) AS attempts,
-              (SELECT max(attempts) FROM deliveries WHERE webhook_id = $1) AS most,
-              (SELECT in_flight FROM webhooks WHERE id = $1) AS in_flight`,
-      [wh.id],
-    );
-    expect(rows[0]).toEqual({ attempts: ids.length, most: 1, in_flight: 0 });
+    // The in-flight slots are given back just after the results are recorded.
+    const counts = await waitFor(async () => {
+      const { rows } = await app.rt.db.pool.query(
+        `SELECT (SELECT count(*)::int FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.webhook_id = $1) AS attempts,
+                (SELECT max(attempts) FROM deliveries WHERE webhook_id = $1) AS most,
+                (SELECT in_flight FROM webhooks WHERE id = $1) AS in_flight`,
+        [wh.id],
+      );
+      return rows[0].in_flight === 0 ? rows[0] : null;
+    }, 5_000);
+    expect(counts).toEqual({ attempts: ids.length, most: 1, in_flight: 0 });
     // Jobs of deliveries a batch took were deleted or ran: none is left to do the work again.
     const left = await waitFor(async () => {
       const { rows: jobs } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[])`, [ids.map((id) => `del:${id}`)]);

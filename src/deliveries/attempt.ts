@@ -127,8 +127,11 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
         drained = batch.webhookId;
         for (const id of batch.lost) track(attemptOne(engine, id));
         for (const n of batch.notDue) await requeueJob(db, n.id, n.at);
-        if (batch.claims.length > 0) await publishClaimed(db, batch.claims);
-        for (const claim of batch.claims) track(sendClaimed(engine, claim));
+        // Sent while their `delivering` notifications go out; each result waits for those, so
+        // subscribers see the changes in order.
+        const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
+        published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
+        for (const claim of batch.claims) track(sendClaimed(engine, claim, published));
         exhausted = batch.claims.length < Math.min(room, batch.freeSlots);
       }
       if (Date.now() > deadline || signal?.aborted) {
@@ -189,8 +192,11 @@ function signingSecret(sealed: string): string {
 }
 
 /** Builds, signs and sends one claimed delivery, then records the attempt. */
-async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery): Promise<void> {
-  const record = (r: AttemptResult) => engine.recorder.record(r);
+async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>): Promise<void> {
+  const record = async (r: AttemptResult) => {
+    await published?.catch(() => {});
+    return engine.recorder.record(r);
+  };
   const policy = normalizeRetryPolicy(claim.webhook.retryPolicy);
   const startedAt = new Date();
   const base = { deliveryId: claim.row.id as string, delivery: claim.row, attempt: claim.attempt, startedAt };
