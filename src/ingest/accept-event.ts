@@ -1,11 +1,11 @@
-import type pg from 'pg';
 import { insertDelivery } from '../deliveries/enqueue.ts';
-import { NotFound, WebhookPaused } from '../errors.ts';
+import { NotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { enforceIngestQuotas, webhookQuotas } from '../projects/quotas.ts';
+import { webhookQuotas } from '../projects/quotas.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
 import { beginAndFindIngestTarget, PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+import { storeEvent } from './store-event.ts';
 
 /** An inbound event as a channel (HTTP, form, email, schedule) received it. */
 export interface InboundEvent {
@@ -24,16 +24,6 @@ export interface AcceptedEvent {
   deliveryId: string;
   status: 'queued' | 'scheduled';
 }
-
-// The event row is written only while the webhook is still active, so a pause or archive
-// committed since the lookup wins without another round trip.
-const INSERT_EVENT = {
-  name: 'ingest_insert_event',
-  text: `
-INSERT INTO events (id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size, payload_expires_at)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
- WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3 AND status = 'active')`,
-};
 
 /** Routing: the first matching rule's destination, else the default one. */
 export function routeInbound(target: IngestTarget, event: InboundEvent) {
@@ -56,7 +46,7 @@ export type Admission = (target: IngestTarget) => Date | null;
  * Accepts an event for the webhook `publicId`: in ONE transaction it reads the webhook
  * (404 when unknown or archived), admits the request, routes it, checks quotas, stores
  * the event and queues its delivery (row + job). Resolves only after commit. The happy
- * path is four round trips: BEGIN+lookup, event, delivery+job, COMMIT.
+ * path is four round trips: BEGIN+lookup, quota checks+event, delivery+job, COMMIT.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
@@ -70,29 +60,12 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
     const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
     const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
 
-    await enforceIngestQuotas(rt, client, {
-      project: target.project,
-      webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides },
-      bodyBytes: event.body.length,
-    });
-    const inserted = await client.query({
-      ...INSERT_EVENT,
-      values: [
-        eventId,
-        target.projectId,
-        target.webhookId,
-        event.channel,
-        event.method,
-        event.path,
-        JSON.stringify(event.query),
-        JSON.stringify(event.headers),
-        event.contentType,
-        event.body,
-        event.body.length,
-        payloadExpiresAt,
-      ],
-    });
-    if (inserted.rowCount === 0) throw await stateNow(client, target.webhookId);
+    await storeEvent(
+      rt,
+      client,
+      { ...event, id: eventId, projectId: target.projectId, webhookId: target.webhookId, payloadExpiresAt },
+      { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides } },
+    );
     const delivery = await insertDelivery(client, {
       projectId: target.projectId,
       webhookId: target.webhookId,
@@ -111,8 +84,3 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
   }
 }
 
-/** Why a webhook that was active at lookup no longer takes events. */
-async function stateNow(client: pg.PoolClient, webhookId: string): Promise<Error> {
-  const { rows } = await client.query<{ status: string }>('SELECT status FROM webhooks WHERE id = $1', [webhookId]);
-  return rows[0]?.status === 'paused' ? new WebhookPaused() : new NotFound('webhook');
-}

@@ -124,33 +124,78 @@ function exactScope(project: ProjectQuotaSource, webhook: WebhookQuotaSource | n
 
 const counterSum = (where: string) => `(SELECT coalesce(sum(value), 0) FROM usage_counters WHERE ${where})::bigint`;
 
-// One round trip: count this request in the current one-second window (the project's key and,
-// when the webhook overrides ingest_rate, the webhook's), and read every counter the checks
-// need. Reads see the statement's snapshot, i.e. the counts before this request.
-const INGEST_QUOTA_SQL = `
-WITH t AS (
-  SELECT floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
+/**
+ * The ingest checks in their contract order (the first exceeded one is the refusal). `column` is
+ * the usage INGEST_QUOTA_CTE reads for it, `limit` the position of its limit among the CTE's
+ * parameters (NULL there: not checked).
+ */
+const INGEST_CHECKS = [
+  { quota: 'ingest_rate', scope: 'project', column: 'project_rate', limit: 6 },
+  { quota: 'ingest_rate', scope: 'webhook', column: 'webhook_rate', limit: 7 },
+  { quota: 'monthly_deliveries', scope: 'project', column: 'monthly_deliveries', limit: 8 },
+  { quota: 'backlog_depth', scope: 'project', column: 'project_backlog', limit: 9 },
+  { quota: 'backlog_depth', scope: 'webhook', column: 'webhook_backlog', limit: 10 },
+  { quota: 'stored_payload_bytes', scope: 'project', column: 'project_stored', limit: 11 },
+  { quota: 'stored_payload_bytes', scope: 'webhook', column: 'webhook_stored', limit: 12 },
+] as const satisfies readonly { quota: QuotaName; scope: Check['scope']; column: string; limit: number }[];
+
+/** Number of parameters INGEST_QUOTA_CTE takes ($1 … $12); a statement that embeds it numbers its own after them. */
+export const INGEST_QUOTA_PARAMS = 12;
+
+const ingestDelta = (quota: QuotaName) => (quota === 'stored_payload_bytes' ? '$5::bigint' : '1');
+
+/**
+ * The ingest checks as common table expressions, for the statement that stores the event
+ * (src/ingest/store-event.ts): counting this request in the current one-second rate window and
+ * checking every quota cost no round trip of their own. It defines `ingest_quota`, one row: the
+ * usage each check compares (as read by the statement's snapshot, i.e. before this request),
+ * `month_left`, and `admitted`, true when no check is exceeded; store only when it is.
+ *
+ * Parameters: $1 the project id; $2 the project's rate-window key; $3 the webhook's rate-window
+ * key where the webhook's ingest rate is checked, else NULL; $4 the webhook id where its backlog
+ * or stored bytes are checked, else NULL; $5 the payload bytes to retain; $6 … $12 the limits,
+ * in INGEST_CHECKS order (NULL: not checked).
+ *
+ * Each counter is one index range (its shards), the webhook's beside the project's. The values
+ * reach the reads through the materialized `ingest_quota_args`, out of the planner's sight: it
+ * estimates them the same for every request, so the prepared statement keeps one generic plan
+ * instead of being planned again for each request's project (which costs more than the checks).
+ */
+export const INGEST_QUOTA_CTE = `
+ingest_quota_args AS MATERIALIZED (
+  SELECT $1::text AS project_id, $2::text AS project_key, $3::text AS webhook_key, $4::text AS webhook_id,
+         floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
          to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month,
          ceil(extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month' - (now() AT TIME ZONE 'UTC')))::int AS month_left
-), hits AS (
+), ingest_rate_hit AS (
   INSERT INTO rate_limit_windows AS r (key, shard, window_start, count)
-  SELECT k.key, usage_counter_shard(), t.w, 1 FROM t, unnest($3::text[]) WITH ORDINALITY AS k(key, i) ORDER BY k.i
+  SELECT k.key, usage_counter_shard(), a.w, 1
+    FROM ingest_quota_args a, LATERAL (VALUES (1, a.project_key), (2, a.webhook_key)) AS k(i, key)
+   WHERE k.key IS NOT NULL
+   ORDER BY k.i
   ON CONFLICT (key, shard) DO UPDATE
     SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
         window_start = excluded.window_start
-  RETURNING 1
-)
-SELECT
-  (SELECT count(*) FROM hits)::int AS hits,
-  t.month_left,
-  (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:p:' || $1 AND window_start = t.w)::bigint AS project_rate,
-  CASE WHEN $4::bool THEN (SELECT coalesce(sum(count), 0) FROM rate_limit_windows WHERE key = 'ingest:w:' || $2 AND window_start = t.w) ELSE 0 END::bigint AS webhook_rate,
-  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'deliveries' AND period = t.month`)} AS monthly_deliveries,
-  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'backlog_depth' AND period = 'current'`)} AS project_backlog,
-  CASE WHEN $5::bool THEN ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'backlog_depth' AND period = 'current'`)} ELSE 0 END AS webhook_backlog,
-  ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'stored_payload_bytes' AND period = 'current'`)} AS project_stored,
-  CASE WHEN $6::bool THEN ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'stored_payload_bytes' AND period = 'current'`)} ELSE 0 END AS webhook_stored
-FROM t`;
+), ingest_usage AS MATERIALIZED (
+  SELECT a.month_left, r.project_rate, r.webhook_rate, d.monthly_deliveries, b.project_backlog, b.webhook_backlog, s.project_stored, s.webhook_stored
+    FROM ingest_quota_args a,
+    LATERAL (SELECT coalesce(sum(count) FILTER (WHERE key = a.project_key), 0)::bigint AS project_rate,
+                    coalesce(sum(count) FILTER (WHERE key = a.webhook_key), 0)::bigint AS webhook_rate
+               FROM rate_limit_windows WHERE (key = a.project_key OR key = a.webhook_key) AND window_start = a.w) r,
+    LATERAL (SELECT coalesce(sum(value), 0)::bigint AS monthly_deliveries
+               FROM usage_counters WHERE project_id = a.project_id AND webhook_id = '' AND metric = 'deliveries' AND period = a.month) d,
+    LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_backlog,
+                    coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_backlog
+               FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'backlog_depth' AND period = 'current') b,
+    LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_stored,
+                    coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_stored
+               FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'stored_payload_bytes' AND period = 'current') s
+), ingest_quota AS (
+  SELECT u.*, ${INGEST_CHECKS.map((c) => `coalesce(u.${c.column} + ${ingestDelta(c.quota)} <= $${c.limit}::bigint, true)`).join('\n     AND ')} AS admitted
+    FROM ingest_usage u
+)`;
+
+export type IngestQuotaRow = Record<(typeof INGEST_CHECKS)[number]['column'], number> & { month_left: number; admitted: boolean };
 
 export interface IngestQuotaInput {
   project: ProjectQuotaSource;
@@ -159,53 +204,71 @@ export interface IngestQuotaInput {
   bodyBytes: number;
 }
 
+/** The ingest checks of one request, prepared for the statement that embeds INGEST_QUOTA_CTE. */
+export interface IngestQuotaCheck {
+  /** Values of $1 … $INGEST_QUOTA_PARAMS. */
+  values: unknown[];
+  /**
+   * Takes the lock that makes small rate limits exact (see the top of this file), when they
+   * apply; call it in the ingest transaction before the statement.
+   */
+  lock(client: pg.PoolClient): Promise<void>;
+  /** Throws the QuotaExceeded the statement's `ingest_quota` row shows, if any (the first in the contract's order). */
+  enforce(row: IngestQuotaRow): void;
+}
+
 /**
  * Quota checks on the ingest path: ingest rate (429), monthly deliveries (429), backlog depth
  * and stored payload bytes (409), for the project and, where the webhook overrides them, the
- * webhook. Throws QuotaExceeded with the contract's fields.
+ * webhook. Null when QUOTA_ENFORCEMENT is off: ingest then skips the check altogether (it is
+ * the hot path), and the one-second rate windows, which serve only this check, are not counted.
  *
- * Call it inside the ingest transaction (`client`), before inserting the event and its
- * delivery: this request's rate-limit hit is part of that transaction, and the inserts
- * themselves count the delivery, backlog and payload bytes (triggers). When it throws, roll back.
+ * Run the statement inside the ingest transaction: this request's rate-limit hit is part of
+ * that transaction, and the event and delivery inserts count the delivery, backlog and payload
+ * bytes themselves (triggers). When enforce throws, roll back.
  */
-export async function enforceIngestQuotas(rt: Runtime, client: pg.PoolClient | null, input: IngestQuotaInput): Promise<void> {
-  // The one-second rate windows serve only this check, so there is nothing to count either.
-  if (!enforcing(rt)) return;
+export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuotaInput): IngestQuotaCheck | null {
+  if (!enforcing(rt)) return null;
   const { project, webhook } = input;
-  const db: Queryable = client ?? rt.db.pool;
   const pq = projectQuotas(project);
   const overrides = webhookOverrides(webhook);
   const wq = webhookQuotas(project, webhook);
   const scope = exactScope(project, webhook, pq, wq);
-  if (scope) await lockQuotaScope(client, scope);
-
-  const rateKeys = [`ingest:p:${project.id}`];
-  if (overrides.ingest_rate !== undefined) rateKeys.push(`ingest:w:${webhook.id}`);
-  // Webhook-scope counters are read only where the webhook overrides that quota.
-  const { rows } = await db.query({
-    name: 'ingest_quota',
-    text: INGEST_QUOTA_SQL,
-    values: [project.id, webhook.id, rateKeys, overrides.ingest_rate !== undefined, overrides.backlog_depth !== undefined, overrides.stored_payload_bytes !== undefined],
-  });
-  const r = rows[0];
   const bytes = Math.max(0, Math.floor(input.bodyBytes));
-
-  const checks: Check[] = [{ quota: 'ingest_rate', scope: 'project', limit: pq.ingest_rate, current: r.project_rate, delta: 1, retryAfterSec: 1 }];
-  if (overrides.ingest_rate !== undefined) {
-    checks.push({ quota: 'ingest_rate', scope: 'webhook', limit: wq.ingest_rate, current: r.webhook_rate, delta: 1, retryAfterSec: 1 });
-  }
-  if (!overageActive(project)) {
-    checks.push({ quota: 'monthly_deliveries', scope: 'project', limit: pq.monthly_deliveries, current: r.monthly_deliveries, delta: 1, retryAfterSec: r.month_left });
-  }
-  checks.push({ quota: 'backlog_depth', scope: 'project', limit: pq.backlog_depth, current: r.project_backlog, delta: 1 });
-  if (overrides.backlog_depth !== undefined) {
-    checks.push({ quota: 'backlog_depth', scope: 'webhook', limit: wq.backlog_depth, current: r.webhook_backlog, delta: 1 });
-  }
-  checks.push({ quota: 'stored_payload_bytes', scope: 'project', limit: pq.stored_payload_bytes, current: r.project_stored, delta: bytes });
-  if (overrides.stored_payload_bytes !== undefined) {
-    checks.push({ quota: 'stored_payload_bytes', scope: 'webhook', limit: wq.stored_payload_bytes, current: r.webhook_stored, delta: bytes });
-  }
-  firstExceeded(checks);
+  // Webhook-scope usage is checked (and read) only where the webhook overrides that quota.
+  const limits: Record<(typeof INGEST_CHECKS)[number]['column'], number | null> = {
+    project_rate: pq.ingest_rate,
+    webhook_rate: overrides.ingest_rate !== undefined ? wq.ingest_rate : null,
+    monthly_deliveries: overageActive(project) ? null : pq.monthly_deliveries,
+    project_backlog: pq.backlog_depth,
+    webhook_backlog: overrides.backlog_depth !== undefined ? wq.backlog_depth : null,
+    project_stored: pq.stored_payload_bytes,
+    webhook_stored: overrides.stored_payload_bytes !== undefined ? wq.stored_payload_bytes : null,
+  };
+  const readsWebhookUsage = limits.webhook_backlog !== null || limits.webhook_stored !== null;
+  return {
+    values: [
+      project.id,
+      `ingest:p:${project.id}`,
+      limits.webhook_rate !== null ? `ingest:w:${webhook.id}` : null,
+      readsWebhookUsage ? webhook.id : null,
+      bytes,
+      ...INGEST_CHECKS.map((c) => limits[c.column]),
+    ],
+    lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
+    enforce(row) {
+      const checks: Check[] = [];
+      for (const c of INGEST_CHECKS) {
+        const limit = limits[c.column];
+        if (limit === null) continue;
+        const retryAfterSec = c.quota === 'ingest_rate' ? 1 : c.quota === 'monthly_deliveries' ? row.month_left : undefined;
+        checks.push({ quota: c.quota, scope: c.scope, limit, current: row[c.column], delta: c.quota === 'stored_payload_bytes' ? bytes : 1, retryAfterSec });
+      }
+      firstExceeded(checks);
+      // The statement compares the same figures; it cannot refuse what these checks let through.
+      if (!row.admitted) throw new Error('ingest quota check: the statement refused a request the checks admit');
+    },
+  };
 }
 
 // ---------------------------------------------------------------- replays

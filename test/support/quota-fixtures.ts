@@ -1,10 +1,10 @@
 // Webhooks, ingests and deliveries made directly on the database, for quota tests that must not
 // depend on the webhook and ingest routes (built separately): the same transaction shape as the
-// ingest path (quota check, event, delivery, in one transaction).
+// ingest path (quota checks with the event, then the delivery, in one transaction).
 import { insertDelivery } from '../../src/deliveries/enqueue.ts';
 import { inTransaction } from '../../src/db/client.ts';
 import { newId } from '../../src/ids.ts';
-import { enforceIngestQuotas } from '../../src/projects/quotas.ts';
+import { storeEvent } from '../../src/ingest/store-event.ts';
 import type { Runtime } from '../../src/runtime.ts';
 
 export async function createWebhookRow(rt: Runtime, projectId: string, quotaOverrides: Record<string, number> = {}) {
@@ -20,16 +20,17 @@ export async function createWebhookRow(rt: Runtime, projectId: string, quotaOver
   });
 }
 
-/** The ingest transaction: quota check, then the event and its delivery. Throws what the check throws. */
+/** The ingest transaction: the event within the quota checks, then its delivery. Throws what the checks throw. */
 export async function simulateIngest(rt: Runtime, projectId: string, webhookId: string, body: Buffer = Buffer.from('{"ok":true}')) {
   const project = await rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
   const webhook = await rt.db.prisma.webhook.findUniqueOrThrow({ where: { id: webhookId } });
   return inTransaction(rt.db.pool, async (client) => {
-    await enforceIngestQuotas(rt, client, { project, webhook, bodyBytes: body.length });
     const eventId = newId('evt');
-    await client.query(
-      `INSERT INTO events (id, project_id, webhook_id, channel, method, content_type, body, body_size) VALUES ($1, $2, $3, 'http', 'POST', 'application/json', $4, $5)`,
-      [eventId, projectId, webhookId, body, body.length],
+    await storeEvent(
+      rt,
+      client,
+      { id: eventId, projectId, webhookId, channel: 'http', method: 'POST', path: null, query: {}, headers: {}, contentType: 'application/json', body, payloadExpiresAt: null },
+      { project, webhook },
     );
     const delivery = await insertDelivery(client, { projectId, webhookId, eventId, destinationId: null, destination: { type: 'webhook', url: 'http://127.0.0.1:9/' } });
     return { eventId, deliveryId: delivery.id };

@@ -1,0 +1,132 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/ids.ts';
+import { storeEvent } from '../src/ingest/store-event.ts';
+import { setProjectQuota } from '../src/projects/service.ts';
+import { createWebhookRow, rejection } from './support/quota-fixtures.ts';
+import { startTestApp, type TestApp } from './support/app.ts';
+
+// The ingest quota checks ride on the statement that stores the event: on the hot path (limits
+// above the exact-lock threshold) they cost no round trip of their own, and the prepared
+// statement is planned once, not on every request.
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+  // Planner estimates as in a service with many projects: 32 shard rows per counter, two months of
+  // daily delivery counters, one-second rate windows.
+  await app.rt.db.pool.query(`
+    INSERT INTO usage_counters (project_id, webhook_id, metric, period, shard, value)
+    SELECT 'prj_seed_' || p, w, m, period, s, 1
+      FROM generate_series(1, 100) p, unnest(ARRAY['', 'wh_seed']) w, generate_series(0, 31) s,
+           (VALUES ('backlog_depth', 'current'), ('stored_payload_bytes', 'current'), ('deliveries', to_char(now(), 'YYYY-MM'))) AS c(m, period)
+     WHERE w = '' OR m <> 'deliveries'
+    UNION ALL
+    SELECT 'prj_seed_' || p, '', 'deliveries', to_char(now() - d * interval '1 day', 'YYYY-MM-DD'), s, 1
+      FROM generate_series(1, 100) p, generate_series(0, 59) d, generate_series(0, 31) s`);
+  await app.rt.db.pool.query(`
+    INSERT INTO rate_limit_windows (key, shard, window_start, count)
+    SELECT 'ingest:p:prj_seed_' || p, s, 0, 1 FROM generate_series(1, 100) p, generate_series(0, 31) s`);
+  await app.rt.db.pool.query('ANALYZE usage_counters, rate_limit_windows');
+});
+afterAll(async () => {
+  await app?.stop();
+});
+
+/** Runs storeEvent `n` times on one connection, each in a transaction rolled back, counting the statements it sends. */
+async function storeOnOneConnection(projectId: string, webhookId: string, n: number) {
+  const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
+  const webhook = await app.rt.db.prisma.webhook.findUniqueOrThrow({ where: { id: webhookId } });
+  const client = await app.rt.db.pool.connect();
+  // The connection may have run the statement before (pool): count this call's executions only.
+  const plans = async () =>
+    (await client.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'ingest_insert_event_within_quotas'`)).rows[0] ?? { generic_plans: 0, custom_plans: 0 };
+  try {
+    const before = await plans();
+    const sent: string[] = [];
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<pg.QueryResult>;
+    const counting = client as unknown as { query: (...args: unknown[]) => Promise<pg.QueryResult> };
+    for (let i = 0; i < n; i++) {
+      await client.query('BEGIN');
+      counting.query = (...args: unknown[]) => {
+        const q = args[0] as string | { name?: string; text: string };
+        sent.push(typeof q === 'string' ? q : (q.name ?? q.text));
+        return query(...args);
+      };
+      try {
+        await storeEvent(
+          app.rt,
+          client,
+          { id: newId('evt'), projectId, webhookId, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: Buffer.from('{}'), payloadExpiresAt: null },
+          { project, webhook },
+        );
+      } finally {
+        counting.query = query;
+        await client.query('ROLLBACK');
+      }
+    }
+    const after = await plans();
+    return { sent, plans: { generic: after.generic_plans - before.generic_plans, custom: after.custom_plans - before.custom_plans } };
+  } finally {
+    client.release();
+  }
+}
+
+describe('ingest quota statement', () => {
+  it('checks high custom limits in the one statement that stores the event, with a generic plan', async () => {
+    const { projectId } = await app.project('enterprise');
+    for (const quota of ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) await setProjectQuota(app.rt, projectId, quota, '1000000000');
+    const wh = await createWebhookRow(app.rt, projectId);
+    const { sent, plans } = await storeOnOneConnection(projectId, wh.id, 10);
+    expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas'));
+    // PostgreSQL plans the first five executions for their values, then keeps the generic plan
+    // when it is no dearer: here it must, every later execution reuses it.
+    expect(plans.custom).toBeLessThanOrEqual(5);
+    expect(plans.generic).toBe(10 - plans.custom);
+  });
+
+  it('keeps the generic plan when the webhook overrides every ingest quota', async () => {
+    const { projectId } = await app.project('enterprise');
+    await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
+    const wh = await createWebhookRow(app.rt, projectId, { ingest_rate: 100_000_000, backlog_depth: 1_000_000, stored_payload_bytes: 1_000_000_000 });
+    const { sent, plans } = await storeOnOneConnection(projectId, wh.id, 10);
+    expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas'));
+    expect(plans.custom).toBeLessThanOrEqual(5);
+    expect(plans.generic).toBe(10 - plans.custom);
+  });
+
+  it('takes the per-project lock first where small limits must be exact', async () => {
+    const { projectId } = await app.project('free');
+    const wh = await createWebhookRow(app.rt, projectId);
+    const { sent } = await storeOnOneConnection(projectId, wh.id, 2);
+    expect(sent).toEqual(['quota_lock', 'ingest_insert_event_within_quotas', 'quota_lock', 'ingest_insert_event_within_quotas']);
+  });
+
+  it('stores nothing and counts nothing when a check refuses', async () => {
+    const { projectId } = await app.project('enterprise');
+    await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
+    await setProjectQuota(app.rt, projectId, 'stored_payload_bytes', '1');
+    const wh = await createWebhookRow(app.rt, projectId);
+    const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
+    const client = await app.rt.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const err = await rejection(
+        storeEvent(
+          app.rt,
+          client,
+          { id: newId('evt'), projectId, webhookId: wh.id, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('ab'), payloadExpiresAt: null },
+          { project, webhook: wh },
+        ),
+      );
+      expect(err.details).toMatchObject({ quota: 'stored_payload_bytes', scope: 'project', limit: 1, current: 0, delta: 2 });
+      // Inside the transaction, before the caller rolls back: the statement wrote no event.
+      const { rows } = await client.query('SELECT count(*)::int AS n FROM events WHERE webhook_id = $1', [wh.id]);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    const { rows } = await app.rt.db.pool.query(`SELECT coalesce(sum(count), 0)::int AS n FROM rate_limit_windows WHERE key = $1`, [`ingest:p:${projectId}`]);
+    expect(rows[0].n).toBe(0);
+  });
+});
