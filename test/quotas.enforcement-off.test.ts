@@ -22,10 +22,13 @@ describe('QUOTA_ENFORCEMENT', () => {
     const wh = await createWebhook(on, apiKey);
     const auth = { 'x-webhook-secret': wh.ingestSecret };
 
-    // Free allows 3 ingests per second; twice that in one second all get in.
+    // Free allows 3 ingests per second; twice that in one second all get in. (withinOneSecond
+    // runs the block again when it spilled over a second: count what every run stored.)
+    let accepted = 0;
     const unchecked = await withinOneSecond(async () => {
       const statuses: number[] = [];
       for (let i = 0; i < 6; i++) statuses.push((await ingest(off, wh.publicId, { headers: auth })).status);
+      accepted += statuses.filter((s) => s === 202).length;
       return statuses;
     });
     expect(unchecked).toEqual([202, 202, 202, 202, 202, 202]);
@@ -33,6 +36,7 @@ describe('QUOTA_ENFORCEMENT', () => {
     const checked = await withinOneSecond(async () => {
       const out: { status: number; body: any }[] = [];
       for (let i = 0; i < 4; i++) out.push(await ingest(on, wh.publicId, { headers: auth }));
+      accepted += out.filter((r) => r.status === 202).length;
       return out;
     });
     expect(checked.map((r) => r.status)).toEqual([202, 202, 202, 429]);
@@ -40,6 +44,7 @@ describe('QUOTA_ENFORCEMENT', () => {
 
     // Both instances stored every accepted event.
     const { rows } = await on.rt.db.pool.query('SELECT count(*)::int AS n FROM events WHERE webhook_id = $1', [wh.id]);
-    expect(rows[0].n).toBe(9);
+    expect(rows[0].n).toBe(accepted);
+    expect(accepted).toBeGreaterThanOrEqual(9);
   });
 });
