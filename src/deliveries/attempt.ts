@@ -74,9 +74,10 @@ class Drain {
  * with the webhook's other due deliveries in one statement, keeps up to DRAIN_MAX_IN_FLIGHT of
  * them in flight (within the webhook's maxInFlight across runners), and claims more as they
  * finish, for up to DRAIN_BUDGET_MS; results are written in batches (AttemptRecorder). The
- * webhook's other jobs on this runner name their delivery to that drain and finish at once, and
- * the jobs of deliveries it claimed are deleted before they run: a backlog costs a statement per
- * batch, not several per delivery. A drain that stops with work left hands it to a new job.
+ * webhook's other jobs on this runner name their delivery to that drain and finish once a claim
+ * took it up, and the jobs of deliveries it claimed are deleted before they run: a backlog costs
+ * a statement per batch, not several per delivery. A drain that stops with work left hands it to
+ * a new job.
  *
  * Strict FIFO and throttled webhooks: this delivery alone, in order and pace.
  */
