@@ -33,8 +33,8 @@ const INSERT_EVENT = {
 
 /**
  * The quota checks and the event in one statement: the event is written only when the checks
- * admit the request (and the webhook is active), and the row that comes back carries what the
- * checks read, to name the exceeded quota.
+ * admit the request (and the webhook is active); a refusal comes back with the usage the checks
+ * read, to name the exceeded quota.
  */
 const FIRST = INGEST_QUOTA_PARAMS + 1;
 const INSERT_EVENT_WITHIN_QUOTAS = {
@@ -44,7 +44,7 @@ const INSERT_EVENT_WITHIN_QUOTAS = {
   SELECT ${params(FIRST)} FROM ingest_quota WHERE ingest_quota.admitted AND ${webhookActive(FIRST)}
   RETURNING 1
 )
-SELECT ingest_quota.*, EXISTS (SELECT FROM stored) AS stored FROM ingest_quota`,
+SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM stored) AS stored FROM ingest_quota`,
 };
 
 function eventValues(e: NewEvent): unknown[] {

@@ -85,8 +85,12 @@ export function webhookOverrides(webhook: Pick<WebhookQuotaSource, 'quotaOverrid
 
 /** The limits that apply to one webhook: the project's, tightened by the webhook's overrides. */
 export function webhookQuotas(project: Pick<ProjectQuotaSource, 'tier' | 'customQuotas'>, webhook: Pick<WebhookQuotaSource, 'quotaOverrides'>): TierQuotas {
-  const quotas = projectQuotas(project);
-  for (const [name, v] of Object.entries(webhookOverrides(webhook)) as [OverridableQuota, number][]) {
+  return tightened(projectQuotas(project), webhookOverrides(webhook));
+}
+
+function tightened(projectLimits: TierQuotas, overrides: QuotaOverrides): TierQuotas {
+  const quotas = { ...projectLimits };
+  for (const [name, v] of Object.entries(overrides) as [OverridableQuota, number][]) {
     quotas[name] = Math.min(quotas[name], v);
   }
   return quotas;
@@ -125,36 +129,37 @@ function exactScope(project: ProjectQuotaSource, webhook: WebhookQuotaSource | n
 const counterSum = (where: string) => `(SELECT coalesce(sum(value), 0) FROM usage_counters WHERE ${where})::bigint`;
 
 /**
- * The ingest checks in their contract order (the first exceeded one is the refusal). `column` is
- * the usage INGEST_QUOTA_CTE reads for it, `limit` the position of its limit among the CTE's
- * parameters (NULL there: not checked).
+ * The ingest checks in their contract order (the first exceeded one is the refusal): `column` is
+ * the usage INGEST_QUOTA_CTE reads for it, `limit` its limit's parameter (NULL: not checked).
  */
 const INGEST_CHECKS = [
-  { quota: 'ingest_rate', scope: 'project', column: 'project_rate', limit: 6 },
-  { quota: 'ingest_rate', scope: 'webhook', column: 'webhook_rate', limit: 7 },
-  { quota: 'monthly_deliveries', scope: 'project', column: 'monthly_deliveries', limit: 8 },
-  { quota: 'backlog_depth', scope: 'project', column: 'project_backlog', limit: 9 },
-  { quota: 'backlog_depth', scope: 'webhook', column: 'webhook_backlog', limit: 10 },
-  { quota: 'stored_payload_bytes', scope: 'project', column: 'project_stored', limit: 11 },
-  { quota: 'stored_payload_bytes', scope: 'webhook', column: 'webhook_stored', limit: 12 },
+  { quota: 'ingest_rate', scope: 'project', column: 'project_rate', limit: 5 },
+  { quota: 'ingest_rate', scope: 'webhook', column: 'webhook_rate', limit: 6 },
+  { quota: 'monthly_deliveries', scope: 'project', column: 'monthly_deliveries', limit: 7 },
+  { quota: 'backlog_depth', scope: 'project', column: 'project_backlog', limit: 8 },
+  { quota: 'backlog_depth', scope: 'webhook', column: 'webhook_backlog', limit: 9 },
+  { quota: 'stored_payload_bytes', scope: 'project', column: 'project_stored', limit: 10 },
+  { quota: 'stored_payload_bytes', scope: 'webhook', column: 'webhook_stored', limit: 11 },
 ] as const satisfies readonly { quota: QuotaName; scope: Check['scope']; column: string; limit: number }[];
 
-/** Number of parameters INGEST_QUOTA_CTE takes ($1 … $12); a statement that embeds it numbers its own after them. */
-export const INGEST_QUOTA_PARAMS = 12;
+/** Number of parameters INGEST_QUOTA_CTE takes ($1 … $11); a statement that embeds it numbers its own after them. */
+export const INGEST_QUOTA_PARAMS = 11;
 
-const ingestDelta = (quota: QuotaName) => (quota === 'stored_payload_bytes' ? '$5::bigint' : '1');
+const ingestDelta = (quota: QuotaName) => (quota === 'stored_payload_bytes' ? '$4::bigint' : '1');
+const ingestAdmitted = INGEST_CHECKS.map((c) => `coalesce(${c.column} + ${ingestDelta(c.quota)} <= $${c.limit}::bigint, true)`).join('\n             AND ');
 
 /**
  * The ingest checks as common table expressions, for the statement that stores the event
  * (src/ingest/store-event.ts): counting this request in the current one-second rate window and
- * checking every quota cost no round trip of their own. It defines `ingest_quota`, one row: the
- * usage each check compares (as read by the statement's snapshot, i.e. before this request),
- * `month_left`, and `admitted`, true when no check is exceeded; store only when it is.
+ * checking every quota cost no round trip of their own. It defines `ingest_quota`, one row:
+ * `admitted`, true when no check is exceeded (store only then), and, when one is, `usage`: the
+ * figures the checks compared, in INGEST_CHECKS order, then the seconds left in the month. Reads
+ * see the statement's snapshot, i.e. the usage before this request.
  *
- * Parameters: $1 the project id; $2 the project's rate-window key; $3 the webhook's rate-window
- * key where the webhook's ingest rate is checked, else NULL; $4 the webhook id where its backlog
- * or stored bytes are checked, else NULL; $5 the payload bytes to retain; $6 … $12 the limits,
- * in INGEST_CHECKS order (NULL: not checked).
+ * Parameters: $1 the project id; $2 the rate-window keys to count this request in (the
+ * project's, then the webhook's where its ingest rate is checked); $3 the webhook id where its
+ * backlog or stored bytes are checked, else NULL; $4 the payload bytes to retain; $5 … $11 the
+ * limits, in INGEST_CHECKS order (NULL: not checked).
  *
  * Each counter is one index range (its shards), the webhook's beside the project's. The values
  * reach the reads through the materialized `ingest_quota_args`, out of the planner's sight: it
@@ -163,39 +168,43 @@ const ingestDelta = (quota: QuotaName) => (quota === 'stored_payload_bytes' ? '$
  */
 export const INGEST_QUOTA_CTE = `
 ingest_quota_args AS MATERIALIZED (
-  SELECT $1::text AS project_id, $2::text AS project_key, $3::text AS webhook_key, $4::text AS webhook_id,
+  SELECT $1::text AS project_id, $2::text[] AS rate_keys, $3::text AS webhook_id,
          floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
-         to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month,
-         ceil(extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month' - (now() AT TIME ZONE 'UTC')))::int AS month_left
+         to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
 ), ingest_rate_hit AS (
   INSERT INTO rate_limit_windows AS r (key, shard, window_start, count)
-  SELECT k.key, usage_counter_shard(), a.w, 1
-    FROM ingest_quota_args a, LATERAL (VALUES (1, a.project_key), (2, a.webhook_key)) AS k(i, key)
-   WHERE k.key IS NOT NULL
-   ORDER BY k.i
+  SELECT k.key, usage_counter_shard(), a.w, 1 FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
   ON CONFLICT (key, shard) DO UPDATE
     SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
         window_start = excluded.window_start
-), ingest_usage AS MATERIALIZED (
-  SELECT a.month_left, r.project_rate, r.webhook_rate, d.monthly_deliveries, b.project_backlog, b.webhook_backlog, s.project_stored, s.webhook_stored
-    FROM ingest_quota_args a,
-    LATERAL (SELECT coalesce(sum(count) FILTER (WHERE key = a.project_key), 0)::bigint AS project_rate,
-                    coalesce(sum(count) FILTER (WHERE key = a.webhook_key), 0)::bigint AS webhook_rate
-               FROM rate_limit_windows WHERE (key = a.project_key OR key = a.webhook_key) AND window_start = a.w) r,
-    LATERAL (SELECT coalesce(sum(value), 0)::bigint AS monthly_deliveries
-               FROM usage_counters WHERE project_id = a.project_id AND webhook_id = '' AND metric = 'deliveries' AND period = a.month) d,
-    LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_backlog,
-                    coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_backlog
-               FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'backlog_depth' AND period = 'current') b,
-    LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_stored,
-                    coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_stored
-               FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'stored_payload_bytes' AND period = 'current') s
-), ingest_quota AS (
-  SELECT u.*, ${INGEST_CHECKS.map((c) => `coalesce(u.${c.column} + ${ingestDelta(c.quota)} <= $${c.limit}::bigint, true)`).join('\n     AND ')} AS admitted
-    FROM ingest_usage u
+), ingest_quota AS MATERIALIZED (
+  SELECT admitted,
+         CASE WHEN NOT admitted THEN ARRAY[${INGEST_CHECKS.map((c) => c.column).join(', ')},
+           ceil(extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month' - (now() AT TIME ZONE 'UTC')))::bigint] END AS usage
+    FROM (
+      SELECT r.*, d.*, b.*, s.*,
+             ${ingestAdmitted} AS admitted
+        FROM ingest_quota_args a,
+        LATERAL (SELECT coalesce(sum(count) FILTER (WHERE key = a.rate_keys[1]), 0)::bigint AS project_rate,
+                        coalesce(sum(count) FILTER (WHERE key = a.rate_keys[2]), 0)::bigint AS webhook_rate
+                   FROM rate_limit_windows WHERE key = ANY(a.rate_keys) AND window_start = a.w) r,
+        LATERAL (SELECT coalesce(sum(value), 0)::bigint AS monthly_deliveries
+                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id = '' AND metric = 'deliveries' AND period = a.month) d,
+        LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_backlog,
+                        coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_backlog
+                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'backlog_depth' AND period = 'current') b,
+        LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_stored,
+                        coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_stored
+                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'stored_payload_bytes' AND period = 'current') s
+    ) checked
 )`;
 
-export type IngestQuotaRow = Record<(typeof INGEST_CHECKS)[number]['column'], number> & { month_left: number; admitted: boolean };
+/** What the statement returns of `ingest_quota`. */
+export interface IngestQuotaRow {
+  admitted: boolean;
+  /** Null when admitted; bigint[] arrives as strings. */
+  usage: (string | number)[] | null;
+}
 
 export interface IngestQuotaInput {
   project: ProjectQuotaSource;
@@ -232,41 +241,38 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   const { project, webhook } = input;
   const pq = projectQuotas(project);
   const overrides = webhookOverrides(webhook);
-  const wq = webhookQuotas(project, webhook);
+  const wq = tightened(pq, overrides);
   const scope = exactScope(project, webhook, pq, wq);
   const bytes = Math.max(0, Math.floor(input.bodyBytes));
-  // Webhook-scope usage is checked (and read) only where the webhook overrides that quota.
-  const limits: Record<(typeof INGEST_CHECKS)[number]['column'], number | null> = {
-    project_rate: pq.ingest_rate,
-    webhook_rate: overrides.ingest_rate !== undefined ? wq.ingest_rate : null,
-    monthly_deliveries: overageActive(project) ? null : pq.monthly_deliveries,
-    project_backlog: pq.backlog_depth,
-    webhook_backlog: overrides.backlog_depth !== undefined ? wq.backlog_depth : null,
-    project_stored: pq.stored_payload_bytes,
-    webhook_stored: overrides.stored_payload_bytes !== undefined ? wq.stored_payload_bytes : null,
-  };
-  const readsWebhookUsage = limits.webhook_backlog !== null || limits.webhook_stored !== null;
+  // In INGEST_CHECKS order. Webhook-scope usage is checked (and read) only where the webhook overrides that quota.
+  const limits = [
+    pq.ingest_rate,
+    overrides.ingest_rate !== undefined ? wq.ingest_rate : null,
+    overageActive(project) ? null : pq.monthly_deliveries,
+    pq.backlog_depth,
+    overrides.backlog_depth !== undefined ? wq.backlog_depth : null,
+    pq.stored_payload_bytes,
+    overrides.stored_payload_bytes !== undefined ? wq.stored_payload_bytes : null,
+  ];
+  const rateKeys = overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
+  const readsWebhookUsage = overrides.backlog_depth !== undefined || overrides.stored_payload_bytes !== undefined;
   return {
-    values: [
-      project.id,
-      `ingest:p:${project.id}`,
-      limits.webhook_rate !== null ? `ingest:w:${webhook.id}` : null,
-      readsWebhookUsage ? webhook.id : null,
-      bytes,
-      ...INGEST_CHECKS.map((c) => limits[c.column]),
-    ],
+    values: [project.id, rateKeys, readsWebhookUsage ? webhook.id : null, bytes, ...limits],
     lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
     enforce(row) {
+      if (row.admitted) return;
+      const usage = (row.usage ?? []).map(Number);
+      const monthLeft = usage[INGEST_CHECKS.length];
       const checks: Check[] = [];
-      for (const c of INGEST_CHECKS) {
-        const limit = limits[c.column];
-        if (limit === null) continue;
-        const retryAfterSec = c.quota === 'ingest_rate' ? 1 : c.quota === 'monthly_deliveries' ? row.month_left : undefined;
-        checks.push({ quota: c.quota, scope: c.scope, limit, current: row[c.column], delta: c.quota === 'stored_payload_bytes' ? bytes : 1, retryAfterSec });
-      }
+      INGEST_CHECKS.forEach((c, i) => {
+        const limit = limits[i];
+        if (limit === null) return;
+        const retryAfterSec = c.quota === 'ingest_rate' ? 1 : c.quota === 'monthly_deliveries' ? monthLeft : undefined;
+        checks.push({ quota: c.quota, scope: c.scope, limit, current: usage[i], delta: c.quota === 'stored_payload_bytes' ? bytes : 1, retryAfterSec });
+      });
       firstExceeded(checks);
-      // The statement compares the same figures; it cannot refuse what these checks let through.
-      if (!row.admitted) throw new Error('ingest quota check: the statement refused a request the checks admit');
+      // The statement compares the same figures, so one of them is exceeded.
+      throw new Error('ingest quota check: the statement refused a request no check refuses');
     },
   };
 }
