@@ -1,6 +1,6 @@
 // Load process for the end-to-end delivery scenario: a loopback receiver, a burst of events
 // ingested over HTTP, then a steady rate; measures deliveries/s and ingest→receiver latency.
-import http from 'node:http';
+import { kilobyteEvent as payload, post } from './http-post.ts';
 import { serveLoadProcess } from './protocol.ts';
 import { percentile, startTimingReceiver } from './receiver.ts';
 
@@ -17,24 +17,6 @@ export interface E2eOutput {
   burst: { events: number; ingestPerSec: number; deliveriesPerSec: number; p50Ms: number; p99Ms: number; totalSeconds: number };
   steady: { events: number; p50Ms: number; p99Ms: number };
 }
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-const payload = (i: number) => JSON.stringify({ type: 'order.created', id: i, data: { note: 'x'.repeat(900) } });
 
 serveLoadProcess<E2eInput, E2eOutput>(async (input) => {
   const receiver = await startTimingReceiver();

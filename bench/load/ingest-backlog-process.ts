@@ -1,6 +1,6 @@
 // Load process for the engine-alone drain: creates a webhook delivering to the given receiver and
 // ingests a burst of 1 KB events over HTTP while no job runner runs, so they wait as a backlog.
-import http from 'node:http';
+import { kilobyteEvent as payload, post } from './http-post.ts';
 import { serveLoadProcess } from './protocol.ts';
 
 export interface BacklogInput {
@@ -16,24 +16,6 @@ export interface BacklogOutput {
   events: number;
   ingestPerSec: number;
 }
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-const payload = (i: number) => JSON.stringify({ type: 'order.created', id: i, data: { note: 'x'.repeat(900) } });
 
 serveLoadProcess<BacklogInput, BacklogOutput>(async (input) => {
   const auth = { authorization: `Bearer ${input.apiKey}`, 'content-type': 'application/json' };
