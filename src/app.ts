@@ -67,6 +67,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         worker: {
           pollInterval: config.WORKER_POLL_INTERVAL_MS,
           localQueue: { size: config.WORKER_CONCURRENCY },
+          completeJobBatchDelay: config.WORKER_COMPLETE_BATCH_MS,
         },
       },
     });

@@ -26,6 +26,12 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
   /** How often an idle runner looks for due jobs (scheduled retries, throttle slots, deliver-at). */
+  /**
+   * How long a runner gathers finished jobs before marking them complete in one statement
+   * (graphile-worker's completeJobBatchDelay); -1 completes each job on its own. A delivery's
+   * state lives in its own row, so a job that runs again after a crash finds it done.
+   */
+  WORKER_COMPLETE_BATCH_MS: z.coerce.number().int().min(-1).max(1000).default(5),
   WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(20).max(60_000).default(100),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),

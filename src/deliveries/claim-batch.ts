@@ -5,6 +5,14 @@ import { ATTEMPT_TASK } from './enqueue.ts';
 /** Most deliveries of one webhook a drain (see attemptDelivery) has in flight at once, and so claims in one statement. */
 export const DRAIN_MAX_IN_FLIGHT = 200;
 
+/**
+ * How many more of the oldest queued deliveries a claim looks at beyond the number it wants, to
+ * skip those whose job a runner already holds (about a local queue's worth per runner). The scan
+ * walks the status index in order and stops there: filtering the jobs first would visit every
+ * queued delivery of the webhook on each claim.
+ */
+const HELD_JOBS_MARGIN = 128;
+
 export type BatchClaimOutcome =
   /** Claimed: the named deliveries that were due (while slots were free), then the webhook's oldest due ones. */
   | {
@@ -73,14 +81,16 @@ WITH w AS (
     (SELECT o.id, o.seq FROM own o, w WHERE w.batchable AND o.status IN ('queued', 'retrying', 'scheduled')
         AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= now()))
     UNION
-    (SELECT d.id, d.seq FROM deliveries d, w WHERE w.batchable AND d.webhook_id = w.id AND d.status = 'queued'
-        AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = 'del:' || d.id AND j.locked_at IS NOT NULL)
-      ORDER BY d.seq LIMIT $2)
+    (SELECT q.id, q.seq FROM (
+       SELECT d.id, d.seq FROM deliveries d WHERE (SELECT batchable FROM w) AND d.webhook_id = (SELECT id FROM w) AND d.status = 'queued'
+        ORDER BY d.seq LIMIT $2 + ${HELD_JOBS_MARGIN}) q
+      WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = 'del:' || q.id AND j.locked_at IS NOT NULL)
+      ORDER BY q.seq LIMIT $2)
     UNION
-    (SELECT d.id, d.seq FROM deliveries d, w WHERE w.batchable AND d.webhook_id = w.id AND d.status = 'retrying'
+    (SELECT d.id, d.seq FROM deliveries d WHERE (SELECT batchable FROM w) AND d.webhook_id = (SELECT id FROM w) AND d.status = 'retrying'
         AND d.next_attempt_at <= now() ORDER BY d.seq LIMIT $2)
     UNION
-    (SELECT d.id, d.seq FROM deliveries d, w WHERE w.batchable AND d.webhook_id = w.id AND d.status = 'scheduled'
+    (SELECT d.id, d.seq FROM deliveries d WHERE (SELECT batchable FROM w) AND d.webhook_id = (SELECT id FROM w) AND d.status = 'scheduled'
         AND d.next_attempt_at <= now() ORDER BY d.seq LIMIT $2)
   ) u
   ORDER BY u.id = ANY($1::text[]) DESC, u.seq
