@@ -59,8 +59,13 @@ export function pubsubFailure(err: unknown, durationMs: number, timeoutMs: numbe
  */
 export function createPubSubSender(config: PubSubConfig, credentials: ServiceAccountKey | null, opts: SenderOptions): DestinationSender {
   const emulator = config.endpoint?.startsWith('http://') ?? false;
+  // Without a key the client would look for ambient credentials (the GCE metadata server).
+  if (!emulator && !credentials) throw new Error('Pub/Sub needs service-account credentials');
   const clientConfig: ClientConfig = { projectId: config.projectId };
   if (config.endpoint) Object.assign(clientConfig, { apiEndpoint: config.endpoint, emulatorMode: emulator });
+  // Known up front, the universe is not asked of the environment: without it the client would
+  // probe the GCE metadata server (a link-local address) even for an emulator.
+  if (emulator) clientConfig.universeDomain = 'googleapis.com';
   if (!emulator && credentials) clientConfig.credentials = { client_email: credentials.client_email, private_key: credentials.private_key };
   const pubsub = new PubSub(clientConfig);
   // A Topic carries its call options (the webhook's timeout): one per timeout used with this destination.
