@@ -1,29 +1,28 @@
 import type { OutboundResult } from '../../deliveries/outbound-http.ts';
 import { log } from '../../log.ts';
 import { destinationCredentials, type DestinationSnapshot, type DestinationType } from '../config.ts';
-import type { AwsCredentials } from './aws-client.ts';
-import { createEventBridgeSender, type EventBridgeConfig } from './eventbridge.ts';
-import { createObjectStorageSender, type ObjectStorageConfig } from './object-storage.ts';
-import { createPubSubSender, type PubSubConfig, type ServiceAccountKey } from './pubsub.ts';
-import { createSqsSender, type SqsConfig } from './sqs.ts';
 import type { DestinationSend, DestinationSender, SenderOptions } from './types.ts';
 
 export type { DestinationSend } from './types.ts';
 
 type CloudType = Exclude<DestinationType, 'webhook'>;
+type Factory = (config: any, credentials: any, opts: SenderOptions) => Promise<DestinationSender>;
 
-const FACTORIES: Record<CloudType, (config: any, credentials: any, opts: SenderOptions) => DestinationSender> = {
-  aws_sqs: (c: SqsConfig, k: AwsCredentials | null, o) => createSqsSender(c, k, o),
-  aws_eventbridge: (c: EventBridgeConfig, k: AwsCredentials | null, o) => createEventBridgeSender(c, k, o),
-  gcp_pubsub: (c: PubSubConfig, k: ServiceAccountKey | null, o) => createPubSubSender(c, k, o),
-  object_storage: (c: ObjectStorageConfig, k: AwsCredentials | null, o) => createObjectStorageSender(c, k, o),
+// Each SDK is loaded when a destination of its type first sends: together they add more than a
+// second to the start of a process, which deployments without such destinations need not pay.
+const FACTORIES: Record<CloudType, Factory> = {
+  aws_sqs: async (c, k, o) => (await import('./sqs.ts')).createSqsSender(c, k, o),
+  aws_eventbridge: async (c, k, o) => (await import('./eventbridge.ts')).createEventBridgeSender(c, k, o),
+  gcp_pubsub: async (c, k, o) => (await import('./pubsub.ts')).createPubSubSender(c, k, o),
+  object_storage: async (c, k, o) => (await import('./object-storage.ts')).createObjectStorageSender(c, k, o),
 };
 
 /** Distinct destinations whose clients (connections, credentials) are kept; the least recently used goes first. */
 const MAX_CLIENTS = 64;
 
 interface Entry {
-  sender: DestinationSender;
+  key: string;
+  sender: Promise<DestinationSender>;
   inFlight: number;
   evicted: boolean;
 }
@@ -37,7 +36,8 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
   const max = Math.max(1, opts.maxClients ?? MAX_CLIENTS);
   const entries = new Map<string, Entry>();
 
-  const close = (entry: Entry) => entry.sender.close().catch((err) => log.warn({ err }, 'could not close a destination client'));
+  const close = (entry: Entry) =>
+    entry.sender.then((sender) => sender.close()).catch((err) => log.warn({ err }, 'could not close a destination client'));
 
   function acquire(destination: DestinationSnapshot): Entry {
     const key = `${destination.type}\n${JSON.stringify(destination.config ?? {})}`;
@@ -49,7 +49,8 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
       const factory = FACTORIES[destination.type as CloudType];
       if (!factory) throw new Error(`destination type ${destination.type} has no sender`);
       const { credentialsEnc: _sealed, ...config } = destination.config ?? {};
-      entry = { sender: factory(config, destinationCredentials(destination), opts), inFlight: 0, evicted: false };
+      const credentials = destinationCredentials(destination);
+      entry = { key, sender: factory(config, credentials, opts), inFlight: 0, evicted: false };
       entries.set(key, entry);
       for (const [oldKey, old] of entries) {
         if (entries.size <= max) break;
@@ -73,8 +74,17 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
         // The snapshot cannot make a client (unknown type, unreadable credentials): no attempt can succeed.
         return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
       }
+      let sender: DestinationSender;
       try {
-        return await entry.sender.send(req);
+        sender = await entry.sender;
+      } catch (err) {
+        // A client that cannot be made from this config never will be: not kept, and terminal.
+        if (entries.get(entry.key) === entry) entries.delete(entry.key);
+        entry.inFlight--;
+        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
+      }
+      try {
+        return await sender.send(req);
       } catch (err) {
         return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'network' };
       } finally {
