@@ -9,7 +9,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
 import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
-import { createDeliveryEngine } from './deliveries/attempt.ts';
+import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
 import { registerDeliveryRefLoader } from './deliveries/publish.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
@@ -45,6 +45,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let http: HttpServer | undefined;
   let runner: Runner | undefined;
   let outbound: OutboundClient | undefined;
+  let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
   registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
@@ -56,10 +57,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
   }
   if (opts.worker !== false) {
     outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
+    engine = createDeliveryEngine(rt, outbound);
     runner = await run({
       pgPool: db.relaxedPool,
       concurrency: config.WORKER_CONCURRENCY,
-      taskList: createTaskList(rt, createDeliveryEngine(rt, outbound)),
+      taskList: createTaskList(rt, engine),
       noHandleSignals: true,
       logger: workerLogger(log),
       // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
@@ -86,6 +88,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         sweeper?.stop();
         await runner?.stop();
         outbound?.close();
+        await engine?.senders.close();
         await pubsub.close();
         await workerUtils.release();
         await db.close();

@@ -12,6 +12,7 @@ import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries } from '.
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind } from './retry-policy.ts';
 import { signingHeaders } from './signing.ts';
 import { applyTransform } from '../webhooks/transform.ts';
+import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 
 const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
 const MAX_RETRY_AFTER_MS = 3_600_000;
@@ -20,12 +21,15 @@ export interface DeliveryEngine {
   rt: Runtime;
   outbound: OutboundClient;
   recorder: AttemptRecorder;
+  /** Clients for the non-HTTP destination types (SQS, EventBridge, Pub/Sub, object storage). */
+  senders: DestinationSenders;
   /** The drains running on this runner, by webhook (see attemptDelivery). */
   drains: Map<string, Drain>;
 }
 
 export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): DeliveryEngine {
-  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map() };
+  const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS });
+  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders };
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
@@ -212,13 +216,18 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
 
   const destination = claim.row.destination ?? {};
   if ((destination.type ?? 'webhook') !== 'webhook') {
+    const res = await engine.senders.send(destination, {
+      dispatch,
+      signing: signingHeaders(claim.signingSecretsEnc.map(signingSecret), claim.row.event_id, dispatch.body),
+      timeoutMs: claim.webhook.timeoutMs,
+      ids: { deliveryId: claim.row.id, eventId: claim.row.event_id, webhookId: claim.row.webhook_id },
+    });
     await record({
       ...base,
-      durationMs: 0,
-      statusCode: null,
-      responseSnippet: null,
-      error: `destination type ${destination.type} has no sender in this deployment`,
-      outcome: 'failed',
+      ...classify(res, policy, claim.attempt),
+      durationMs: res.durationMs,
+      statusCode: res.statusCode ?? null,
+      responseSnippet: res.snippet ?? null,
       dispatch: snapshotToStore(claim, dispatch),
     });
     return;
@@ -301,7 +310,7 @@ function classify(res: OutboundResult, policy: ReturnType<typeof normalizeRetryP
   else {
     failure = { kind: 'status', status: res.statusCode! };
     if (res.statusCode! >= 300 && res.statusCode! < 400) error = `redirect (HTTP ${res.statusCode}) not followed`;
-    else error = `HTTP ${res.statusCode}`;
+    else error = res.error ?? `HTTP ${res.statusCode}`;
   }
   if (!isRetryable(policy, failure) || attempt >= policy.maxAttempts) return { outcome: 'failed', error };
   let delay = retryDelayMs(policy, attempt + 1);

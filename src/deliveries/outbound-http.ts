@@ -19,7 +19,7 @@ export function isPrivateAddress(ip: string): boolean {
 
 export class BlockedAddress extends Error {}
 
-function guardedLookup(allowPrivate: boolean): net.LookupFunction {
+export function guardedLookup(allowPrivate: boolean): net.LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return (callback as any)(err);

@@ -1,0 +1,29 @@
+import type { OutboundResult } from '../../deliveries/outbound-http.ts';
+
+/** One delivery as a destination sender gets it: what to send, its signature, and whose it is. */
+export interface DestinationSend {
+  dispatch: { body: Buffer; contentType: string | null; headers: Record<string, string> };
+  /** The Standard Webhooks headers: webhook-id, webhook-timestamp, webhook-signature. */
+  signing: Record<string, string>;
+  /** The webhook's timeoutMs: the whole call, connection included. */
+  timeoutMs: number;
+  ids: { deliveryId: string; eventId: string; webhookId: string };
+}
+
+/**
+ * A client for one destination (config + credentials), kept between deliveries. `send` answers
+ * in the HTTP sender's shape, so the retry policy classifies both alike; it never throws.
+ */
+export interface DestinationSender {
+  send(req: DestinationSend): Promise<OutboundResult>;
+  close(): Promise<void>;
+}
+
+export interface SenderOptions {
+  allowPrivate: boolean;
+}
+
+/** Milliseconds since `started` (performance.now()), rounded. */
+export function elapsedSince(started: number): number {
+  return Math.round(performance.now() - started);
+}
