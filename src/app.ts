@@ -11,6 +11,7 @@ import type { Runtime } from './runtime.ts';
 import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
 import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
 import { registerDeliveryRefLoader } from './deliveries/publish.ts';
+import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
 
@@ -40,7 +41,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE);
   const pubsub = new PgPubSub(opts.databaseUrl, db.pool);
   const workerUtils = await makeWorkerUtils({ pgPool: db.pool, logger: quietLogger });
-  const rt: Runtime = { config, db, pubsub, workerUtils };
+  const rt: Runtime = { config, db, pubsub, workerUtils, runners: new JobRunnerNudge(db.relaxedPool) };
 
   let http: HttpServer | undefined;
   let runner: Runner | undefined;

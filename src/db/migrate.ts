@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+import { ATTEMPT_TASK } from '../deliveries/enqueue.ts';
 
 const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
 const LOCK_KEY = 727_001; // advisory lock id shared by every process that migrates
@@ -59,6 +60,12 @@ export async function migrate(url: string): Promise<string[]> {
       }
     }
     await runWorkerMigrations({ connectionString: url, logger: quietLogger });
+    // insertDelivery writes job rows itself and needs the task's row, which graphile-worker
+    // otherwise creates only when a job is first added through it.
+    await client.query(
+      `INSERT INTO graphile_worker._private_tasks (identifier) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_tasks WHERE identifier = $1)`,
+      [ATTEMPT_TASK],
+    );
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
     await client.end();

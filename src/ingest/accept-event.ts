@@ -1,10 +1,9 @@
-import { insertDelivery } from '../deliveries/enqueue.ts';
 import { NotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
-import { beginAndFindIngestTarget, PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+import { findIngestTarget, PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { storeEvent } from './store-event.ts';
 
 /** An inbound event as a channel (HTTP, form, email, schedule) received it. */
@@ -43,44 +42,34 @@ export function routeInbound(target: IngestTarget, event: InboundEvent) {
 export type Admission = (target: IngestTarget) => Date | null;
 
 /**
- * Accepts an event for the webhook `publicId`: in ONE transaction it reads the webhook
- * (404 when unknown or archived), admits the request, routes it, checks quotas, stores
- * the event and queues its delivery (row + job). Resolves only after commit. The happy
- * path is four round trips: BEGIN+lookup, quota checks+event, delivery+job, COMMIT.
+ * Accepts an event for the webhook `publicId`: reads the webhook (404 when unknown or
+ * archived), admits the request, routes it, then checks quotas and stores the event with its
+ * delivery (row + job) in ONE statement that commits on its own (see storeEvent). Resolves
+ * only after that commit. The happy path is two round trips: the lookup and that statement.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
-  const client = await rt.db.pool.connect();
+  const target = await findIngestTarget(rt.db.pool, publicId);
+  if (!target || target.status === 'archived') throw new NotFound('webhook');
+  const runAt = admit(target);
+  const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
+  const eventId = newId('evt');
+  const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
+  const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
+  const status = runAt && runAt.getTime() > Date.now() ? 'scheduled' : 'queued';
+  const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt } as const;
   try {
-    const target = await beginAndFindIngestTarget(client, publicId);
-    if (!target || target.status === 'archived') throw new NotFound('webhook');
-    const runAt = admit(target);
-    const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
-    const eventId = newId('evt');
-    const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
-    const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
-
     await storeEvent(
       rt,
-      client,
+      rt.db.pool,
       { ...event, id: eventId, projectId: target.projectId, webhookId: target.webhookId, payloadExpiresAt },
       { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides } },
+      delivery,
     );
-    const delivery = await insertDelivery(client, {
-      projectId: target.projectId,
-      webhookId: target.webhookId,
-      eventId,
-      destinationId: destination.id,
-      destination,
-      runAt,
-    });
-    await client.query('COMMIT');
-    return { eventId, deliveryId: delivery.id, status: delivery.status };
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => {});
+    // The webhook was deleted since the lookup.
     throw (e as any)?.code === '23503' ? new NotFound('webhook') : e;
-  } finally {
-    client.release();
   }
+  rt.runners.nudge();
+  return { eventId, deliveryId: delivery.id, status };
 }
-

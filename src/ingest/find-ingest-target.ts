@@ -22,14 +22,13 @@ export interface IngestTarget {
 export const PUBLIC_ID = /^hook_[0-9a-z]{16,64}$/;
 
 /**
- * Opens the ingest transaction and reads the webhook, its project, its valid ingest
- * secrets and the destinations routing can pick, in ONE round trip: `BEGIN` and the
- * lookup travel together as a simple-protocol query, which takes no parameters, so the
- * publicId is inlined as a literal (it matched PUBLIC_ID, and is escaped regardless).
+ * Reads the webhook, its project, its valid ingest secrets and the destinations routing can
+ * pick, in one round trip (a prepared statement).
  */
-export async function beginAndFindIngestTarget(client: pg.PoolClient, publicId: string): Promise<IngestTarget | null> {
-  if (!PUBLIC_ID.test(publicId)) throw new Error('malformed publicId');
-  const results = (await client.query(`BEGIN;
+export async function findIngestTarget(db: pg.Pool | pg.PoolClient, publicId: string): Promise<IngestTarget | null> {
+  const { rows } = await db.query({
+    name: 'find_ingest_target',
+    text: `
 SELECT w.id, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides,
        p.tier, p.custom_quotas, p.overage_enabled,
        ARRAY(SELECT s.secret_enc FROM webhook_secrets s
@@ -41,8 +40,10 @@ SELECT w.id, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w
            AND (d.is_default OR d.id IN (SELECT r->>'destinationId' FROM jsonb_array_elements(w.routing) r))) AS destinations
   FROM webhooks w
   JOIN projects p ON p.id = w.project_id
- WHERE w.public_id = ${client.escapeLiteral(publicId)}`)) as unknown as pg.QueryResult[];
-  const r = results[1].rows[0];
+ WHERE w.public_id = $1`,
+    values: [publicId],
+  });
+  const r = rows[0];
   if (!r) return null;
   return {
     webhookId: r.id,

@@ -2,6 +2,8 @@ import type pg from 'pg';
 import { NotFound, WebhookPaused } from '../errors.ts';
 import { INGEST_QUOTA_CTE, INGEST_QUOTA_PARAMS, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
 import type { Runtime } from '../runtime.ts';
+import { inTransaction } from '../db/client.ts';
+import { ATTEMPT_TASK, insertJobRows } from '../deliveries/enqueue.ts';
 
 /** An event row as ingest writes it. */
 export interface NewEvent {
@@ -20,59 +22,120 @@ export interface NewEvent {
 }
 
 const COLUMNS = 'id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size, payload_expires_at';
-const params = (first: number) => Array.from({ length: 12 }, (_, i) => `$${first + i}`).join(', ');
+const EVENT_PARAMS = 12;
+const params = (first: number, n = EVENT_PARAMS) => Array.from({ length: n }, (_, i) => `$${first + i}`).join(', ');
 // The event row is written only while the webhook is still active, so a pause or archive
 // committed since the lookup wins without another round trip.
 const webhookActive = (first: number) => `EXISTS (SELECT 1 FROM webhooks WHERE id = $${first + 2} AND status = 'active')`;
 
-/** QUOTA_ENFORCEMENT=off: the event alone. */
+/** The event's delivery, written by the same statement (ingest): routed destination and first run time. */
+export interface IngestDelivery {
+  id: string;
+  destinationId: string | null;
+  destination: unknown;
+  /** `scheduled`: its first attempt waits until runAt. */
+  status: 'queued' | 'scheduled';
+  runAt: Date | null;
+}
+
+/**
+ * The delivery and its graphile-worker job, after the event (`stored` returns the event's
+ * id, project and webhook): the parameters after the event's are the delivery's id,
+ * destination id, destination snapshot, status, run time and the attempt task's name.
+ */
+const deliveryCtes = (first: number) => `, delivery AS (
+  INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at)
+  SELECT $${first}, s.project_id, s.webhook_id, s.id, $${first + 1}, $${first + 2}, $${first + 3}, $${first + 4}::timestamptz FROM stored s
+  RETURNING id, webhook_id, next_attempt_at
+), job AS (
+  ${insertJobRows('delivery', `$${first + 5}`)}
+)`;
+const DELIVERY_PARAMS = 6;
+
+/** QUOTA_ENFORCEMENT=off: the event alone, or with its delivery. */
 const INSERT_EVENT = {
   name: 'ingest_insert_event',
-  text: `INSERT INTO events (${COLUMNS}) SELECT ${params(1)} WHERE ${webhookActive(1)}`,
+  text: `WITH stored AS (INSERT INTO events (${COLUMNS}) SELECT ${params(1)} WHERE ${webhookActive(1)} RETURNING id, project_id, webhook_id)
+SELECT EXISTS (SELECT FROM stored) AS stored`,
+};
+const INSERT_EVENT_AND_DELIVERY = {
+  name: 'ingest_insert_event_and_delivery',
+  text: `WITH stored AS (INSERT INTO events (${COLUMNS}) SELECT ${params(1)} WHERE ${webhookActive(1)} RETURNING id, project_id, webhook_id)
+${deliveryCtes(EVENT_PARAMS + 1)}
+SELECT EXISTS (SELECT FROM stored) AS stored, (SELECT count(*) FROM job) AS jobs`,
 };
 
 /**
  * The quota checks and the event in one statement: the event is written only when the checks
  * admit the request (and the webhook is active); a refusal comes back with the usage the checks
- * read, to name the exceeded quota.
+ * read, to name the exceeded quota. With the delivery, the whole of an ingest is this statement.
  */
 const FIRST = INGEST_QUOTA_PARAMS + 1;
-const INSERT_EVENT_WITHIN_QUOTAS = {
-  name: 'ingest_insert_event_within_quotas',
-  text: `WITH ${INGEST_QUOTA_CTE}, stored AS (
+const withinQuotas = (withDelivery: boolean) => `WITH ${INGEST_QUOTA_CTE}, stored AS (
   INSERT INTO events (${COLUMNS})
   SELECT ${params(FIRST)} FROM ingest_quota WHERE ingest_quota.admitted AND ${webhookActive(FIRST)}
-  RETURNING 1
-)
-SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM stored) AS stored FROM ingest_quota`,
-};
+  RETURNING id, project_id, webhook_id
+)${withDelivery ? deliveryCtes(FIRST + EVENT_PARAMS) : ''}
+SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM stored) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''} FROM ingest_quota`;
+const INSERT_EVENT_WITHIN_QUOTAS = { name: 'ingest_insert_event_within_quotas', text: withinQuotas(false) };
+const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = { name: 'ingest_insert_event_and_delivery_within_quotas', text: withinQuotas(true) };
 
 function eventValues(e: NewEvent): unknown[] {
   return [e.id, e.projectId, e.webhookId, e.channel, e.method, e.path, JSON.stringify(e.query), JSON.stringify(e.headers), e.contentType, e.body, e.body.length, e.payloadExpiresAt];
 }
 
+function deliveryValues(d: IngestDelivery): unknown[] {
+  return [d.id, d.destinationId, JSON.stringify(d.destination), d.status, d.runAt, ATTEMPT_TASK];
+}
+
 /**
- * Stores an inbound event inside the ingest transaction (`client`), after the quota checks
- * (QuotaExceeded 429/409) and only while the webhook is active (409 paused, 404 gone). The
- * checks and the insert are one statement, so the happy path costs no extra round trip
- * (small rate limits first take their lock). When it throws, roll back.
+ * Stores an inbound event after the quota checks (QuotaExceeded 429/409) and only while the
+ * webhook is active (409 paused, 404 gone); with `delivery`, its delivery and first job too.
+ * The checks and the inserts are one statement, so the happy path costs one round trip.
+ *
+ * `db` is the pool or a connection in the caller's transaction. On the pool, the statement
+ * commits on its own; only where small rate limits must be exact (their lock is held to the
+ * end of a transaction) does it open a transaction here. In the caller's transaction: when
+ * it throws, roll back.
  */
-export async function storeEvent(rt: Pick<Runtime, 'config'>, client: pg.PoolClient, event: NewEvent, quotas: { project: ProjectQuotaSource; webhook: WebhookQuotaSource }): Promise<void> {
+export async function storeEvent(
+  rt: Pick<Runtime, 'config'>,
+  db: pg.Pool | pg.PoolClient,
+  event: NewEvent,
+  quotas: { project: ProjectQuotaSource; webhook: WebhookQuotaSource },
+  delivery?: IngestDelivery,
+): Promise<void> {
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length });
-  let stored: boolean;
-  if (!check) {
-    stored = ((await client.query({ ...INSERT_EVENT, values: eventValues(event) })).rowCount ?? 0) > 0;
-  } else {
-    await check.lock(client);
-    const { rows } = await client.query<IngestQuotaRow & { stored: boolean }>({ ...INSERT_EVENT_WITHIN_QUOTAS, values: [...check.values, ...eventValues(event)] });
-    check.enforce(rows[0]);
-    stored = rows[0].stored;
+  const values = [...(check?.values ?? []), ...eventValues(event), ...(delivery ? deliveryValues(delivery) : [])];
+  const statement = check
+    ? delivery
+      ? INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS
+      : INSERT_EVENT_WITHIN_QUOTAS
+    : delivery
+      ? INSERT_EVENT_AND_DELIVERY
+      : INSERT_EVENT;
+  const run = async (client: pg.Pool | pg.PoolClient) => {
+    const { rows } = await client.query<IngestQuotaRow & { stored: boolean }>({ ...statement, values });
+    check?.enforce(rows[0]);
+    if (!rows[0].stored) throw await stateNow(client, event.webhookId);
+  };
+  if (!check?.exact) return run(db);
+  if (isPoolClient(db)) {
+    await check.lock(db);
+    return run(db);
   }
-  if (!stored) throw await stateNow(client, event.webhookId);
+  await inTransaction(db, async (client) => {
+    await check.lock(client);
+    await run(client);
+  });
+}
+
+function isPoolClient(db: pg.Pool | pg.PoolClient): db is pg.PoolClient {
+  return typeof (db as pg.PoolClient).release === 'function';
 }
 
 /** Why a webhook that was active at lookup no longer takes events. */
-async function stateNow(client: pg.PoolClient, webhookId: string): Promise<Error> {
-  const { rows } = await client.query<{ status: string }>('SELECT status FROM webhooks WHERE id = $1', [webhookId]);
+async function stateNow(db: pg.Pool | pg.PoolClient, webhookId: string): Promise<Error> {
+  const { rows } = await db.query<{ status: string }>('SELECT status FROM webhooks WHERE id = $1', [webhookId]);
   return rows[0]?.status === 'paused' ? new WebhookPaused() : new NotFound('webhook');
 }

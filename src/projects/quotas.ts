@@ -222,6 +222,8 @@ export interface IngestQuotaCheck {
    * apply; call it in the ingest transaction before the statement.
    */
   lock(client: pg.PoolClient): Promise<void>;
+  /** Small rate limits apply: the check needs `lock` and a transaction around it and the statement. */
+  exact: boolean;
   /** Throws the QuotaExceeded the statement's `ingest_quota` row shows, if any (the first in the contract's order). */
   enforce(row: IngestQuotaRow): void;
 }
@@ -259,6 +261,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   return {
     values: [project.id, rateKeys, readsWebhookUsage ? webhook.id : null, bytes, ...limits],
     lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
+    exact: scope !== null,
     enforce(row) {
       if (row.admitted) return;
       const usage = (row.usage ?? []).map(Number);
