@@ -32,7 +32,7 @@ export const BASELINES: BaselineDefinition[] = [
   {
     name: 'ingest',
     description:
-      'node:http + pg: per request the inserts of HTTP ingest in one durable transaction (BEGIN; INSERT the ~1 KB event; INSERT the delivery and its graphile-worker job; COMMIT), answered 202.',
+      'node:http + pg: per request the inserts of HTTP ingest in one durable statement (INSERT the ~1 KB event, its delivery and its graphile-worker job, committing on its own), answered 202.',
     script: 'bench/baselines/ingest-server.ts',
     request: { method: 'POST', path: '/events', headers: { 'content-type': 'application/json' }, body: KILOBYTE_EVENT },
   },

@@ -1,8 +1,8 @@
 // Baseline "ingest": the database work of HTTP ingest and nothing else. Per request one
-// durable transaction: BEGIN; INSERT the event (~1 KB body); INSERT the delivery and its
-// graphile-worker job (the service's own insertDelivery); COMMIT. No producer auth, no
-// webhook lookup, no routing, no quota checks.
-import { insertDelivery } from '../../src/deliveries/enqueue.ts';
+// durable statement, committing on its own: INSERT the event (~1 KB body), its delivery and
+// its graphile-worker job (written as the service writes it, without a NOTIFY inside the
+// commit). No producer auth, no webhook lookup, no routing, no quota checks.
+import { ATTEMPT_TASK, insertJobRows } from '../../src/deliveries/enqueue.ts';
 import { newId } from '../../src/ids.ts';
 import { readBody, sendJson, serveBare } from './bare-server.ts';
 
@@ -22,22 +22,22 @@ await serveBare(
   async (req, res, pool) => {
     const body = Buffer.from(await readBody(req, 10 * 1024 * 1024));
     const eventId = newId('evt');
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(
-        `INSERT INTO events (id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size)
-         VALUES ($1, $2, $3, 'http', $4, '/', '{}', $5, $6, $7, $8)`,
-        [eventId, PROJECT, WEBHOOK, req.method, JSON.stringify(req.headers), req.headers['content-type'] ?? null, body, body.length],
-      );
-      const delivery = await insertDelivery(client, { projectId: PROJECT, webhookId: WEBHOOK, eventId, destinationId: DESTINATION.id, destination: DESTINATION, runAt: new Date(Date.now() + 86_400_000) });
-      await client.query('COMMIT');
-      sendJson(res, 202, { eventId, deliveryId: delivery.id, status: delivery.status });
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw e;
-    } finally {
-      client.release();
-    }
+    const deliveryId = newId('del');
+    await pool.query({
+      name: 'baseline_ingest',
+      text: `WITH e AS (
+        INSERT INTO events (id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size)
+        VALUES ($1, $2, $3, 'http', $4, '/', '{}', $5, $6, $7, $8) RETURNING id
+      ), d AS (
+        INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at)
+        SELECT $9, $2, $3, e.id, $10, $11, 'scheduled', $12 FROM e RETURNING id, webhook_id, next_attempt_at
+      ), job AS (
+        ${insertJobRows('d', '$13')}
+      )
+      SELECT count(*) FROM job`,
+      values: [eventId, PROJECT, WEBHOOK, req.method, JSON.stringify(req.headers), req.headers['content-type'] ?? null, body, body.length,
+        deliveryId, DESTINATION.id, JSON.stringify(DESTINATION), new Date(Date.now() + 86_400_000), ATTEMPT_TASK],
+    });
+    sendJson(res, 202, { eventId, deliveryId, status: 'scheduled' });
   },
 );
