@@ -48,6 +48,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let outbound: OutboundClient | undefined;
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
+  let stopRequested = false;
   registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
     await pubsub.start();
@@ -74,6 +75,16 @@ export async function startApp(opts: AppOptions): Promise<App> {
         },
       },
     });
+    // graphile-worker stops its pool for good after repeated failures to complete jobs (a long
+    // database outage): a process whose runner is gone must not live on as if it ran jobs.
+    const started = runner;
+    void started.promise
+      .then(() => null, (err: unknown) => err)
+      .then((err) => {
+        if (stopRequested) return;
+        log.fatal({ err }, 'the job runner stopped on its own; exiting so that the supervisor restarts this process');
+        process.exit(1);
+      });
     sweeper = startDeliverySweeper(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
   }
@@ -84,6 +95,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     http,
     runner,
     stop() {
+      stopRequested = true;
       stopping ??= (async () => {
         await http?.close(config.SHUTDOWN_TIMEOUT_MS);
         sweeper?.stop();

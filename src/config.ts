@@ -22,6 +22,8 @@ const schema = z.object({
     .refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
   DEFAULT_TIER: z.enum(TIERS).default('free'),
   ALLOW_PRIVATE_DESTINATIONS: bool,
+  /** SQS/EventBridge destinations without credentials use this process's AWS credentials (default chain). */
+  ALLOW_AMBIENT_CLOUD_CREDENTIALS: bool,
   LOG_TO_STDERR: bool,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),

@@ -4,10 +4,12 @@ import { startReceiver } from './support/receiver.ts';
 
 describe('outbound safety', () => {
   it('classifies private, loopback and link-local addresses', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1']) {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '0.0.0.0', '100.64.0.1', '224.0.0.1', '::', '::1', 'fe80::1', 'fd00::1', 'ff02::1']) {
       expect(isPrivateAddress(ip), ip).toBe(true);
     }
-    for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
+    // IPv4 inside IPv6, as URL parsing writes it ([::ffff:127.0.0.1] becomes ::ffff:7f00:1): mapped, NAT64, compatible.
+    for (const ip of ['::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '64:ff9b::7f00:1', '::7f00:1', '[::1]']) expect(isPrivateAddress(ip), ip).toBe(true);
+    for (const ip of ['8.8.8.8', '1.1.1.1', '172.15.0.1', '2606:4700::1111', '::ffff:808:808', '64:ff9b::808:808']) expect(isPrivateAddress(ip), ip).toBe(false);
   });
 
   it('refuses loopback targets, by literal and after DNS resolution, unless private destinations are allowed', async () => {
@@ -16,7 +18,7 @@ describe('outbound safety', () => {
     const strict = createOutboundClient({ allowPrivate: false });
     const open = createOutboundClient({ allowPrivate: true });
     try {
-      for (const url of [`http://127.0.0.1:${port}/`, `http://localhost:${port}/`, `http://[::1]:${port}/`]) {
+      for (const url of [`http://127.0.0.1:${port}/`, `http://localhost:${port}/`, `http://[::1]:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`]) {
         const res = await strict.send({ url, method: 'POST', headers: {}, body: Buffer.from('{}'), timeoutMs: 2000 });
         expect(res.failure, url).toBe('blocked');
         expect(res.statusCode).toBeUndefined();

@@ -129,4 +129,34 @@ describe('ingest quota statement', () => {
     const { rows } = await app.rt.db.pool.query(`SELECT coalesce(sum(count), 0)::int AS n FROM rate_limit_windows WHERE key = $1`, [`ingest:p:${projectId}`]);
     expect(rows[0].n).toBe(0);
   });
+
+  it('on its own (no transaction), stores the event with its delivery and job, and a refused request neither', async () => {
+    const { projectId } = await app.project('enterprise');
+    await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
+    const wh = await createWebhookRow(app.rt, projectId);
+    const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
+    const event = (body: string) => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null });
+    const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
+    const count = async () => {
+      const { rows } = await app.rt.db.pool.query(
+        `SELECT (SELECT count(*)::int FROM events WHERE webhook_id = $1) AS events, (SELECT count(*)::int FROM deliveries WHERE webhook_id = $1) AS deliveries,
+                (SELECT count(*)::int FROM graphile_worker._private_jobs j JOIN deliveries d ON j.key = 'del:' || d.id WHERE d.webhook_id = $1) AS jobs,
+                (SELECT string_agg(shard || '@' || window_start || '=' || count, ',' ORDER BY shard) FROM rate_limit_windows WHERE key = $2) AS rate`,
+        [wh.id, `ingest:p:${projectId}`],
+      );
+      return rows[0];
+    };
+    await storeEvent(app.rt, app.rt.db.pool, event('{}'), { project, webhook: wh }, delivery());
+    expect(await count()).toMatchObject({ events: 1, deliveries: 1, jobs: 1 });
+    const before = (await count()).rate;
+    await setProjectQuota(app.rt, projectId, 'stored_payload_bytes', '3');
+    const refreshed = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
+    const err = await rejection(storeEvent(app.rt, app.rt.db.pool, event('{"too":"big"}'), { project: refreshed, webhook: wh }, delivery()));
+    expect(err.details).toMatchObject({ quota: 'stored_payload_bytes' });
+    // Nothing of the refused request was kept, not even its hit in the rate window.
+    const after = await count();
+    expect(after).toMatchObject({ events: 1, deliveries: 1, jobs: 1 });
+    expect(before).toBeTruthy();
+    expect(after.rate).toBe(before);
+  });
 });

@@ -8,7 +8,7 @@ import { decryptSecret } from '../secrets.ts';
 import { claimDelivery, requeueJob, type ClaimedDelivery } from './claim.ts';
 import type { OutboundClient, OutboundResult } from './outbound-http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
-import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries } from './claim-batch.ts';
+import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind } from './retry-policy.ts';
 import { signingHeaders } from './signing.ts';
 import { applyTransform } from '../webhooks/transform.ts';
@@ -28,7 +28,7 @@ export interface DeliveryEngine {
 }
 
 export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): DeliveryEngine {
-  const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS });
+  const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
   return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders };
 }
 
@@ -89,6 +89,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   const running = webhookId ? engine.drains.get(webhookId) : undefined;
   if (running) return running.join(deliveryId);
   const db = engine.rt.db.relaxedPool;
+  const margin = heldJobsMargin(engine.rt.config.WORKER_CONCURRENCY);
   const deadline = Date.now() + DRAIN_BUDGET_MS;
   const inFlight = new Set<Promise<void>>();
   const track = (p: Promise<void>) => {
@@ -115,7 +116,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
       const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
       if (room > 0 && (round === 0 || !exhausted || drain?.size)) {
         const named = drain?.take() ?? { ids: [], release() {} };
-        const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room).finally(named.release);
+        const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
         if (batch.kind === 'single') {
           // Strict FIFO or throttled: each delivery goes its own way, with its own job.

@@ -7,11 +7,13 @@ export const DRAIN_MAX_IN_FLIGHT = 200;
 
 /**
  * How many more of the oldest queued deliveries a claim looks at beyond the number it wants, to
- * skip those whose job a runner already holds (about a local queue's worth per runner). The scan
- * walks the status index in order and stops there: filtering the jobs first would visit every
- * queued delivery of the webhook on each claim.
+ * skip those whose job a runner already holds (up to a local queue and its running jobs per
+ * runner: see heldJobsMargin). The scan walks the status index in order and stops there:
+ * filtering the jobs first would visit every queued delivery of the webhook on each claim.
  */
-const HELD_JOBS_MARGIN = 128;
+export function heldJobsMargin(workerConcurrency: number): number {
+  return Math.max(128, 4 * workerConcurrency);
+}
 
 export type BatchClaimOutcome =
   /** Claimed: the named deliveries that were due (while slots were free), then the webhook's oldest due ones. */
@@ -64,7 +66,13 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
  *
  * `webhookId` may be null: then it is the first named delivery's.
  */
-export async function claimDeliveryBatch(client: pg.Pool | pg.PoolClient, webhookId: string | null, named: string[], max: number): Promise<BatchClaimOutcome> {
+export async function claimDeliveryBatch(
+  client: pg.Pool | pg.PoolClient,
+  webhookId: string | null,
+  named: string[],
+  max: number,
+  margin = heldJobsMargin(32),
+): Promise<BatchClaimOutcome> {
   const { rows } = await client.query({
     name: 'claim_delivery_batch',
     text: `
@@ -83,7 +91,7 @@ WITH w AS (
     UNION
     (SELECT q.id, q.seq FROM (
        SELECT d.id, d.seq FROM deliveries d WHERE (SELECT batchable FROM w) AND d.webhook_id = (SELECT id FROM w) AND d.status = 'queued'
-        ORDER BY d.seq LIMIT $2 + ${HELD_JOBS_MARGIN}) q
+        ORDER BY d.seq LIMIT $2 + $5::int) q
       WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = 'del:' || q.id AND j.locked_at IS NOT NULL)
       ORDER BY q.seq LIMIT $2)
     UNION
@@ -123,7 +131,7 @@ SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0)
            COALESCE(u.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers
       FROM upd u JOIN events e ON e.id = u.event_id
   ) c ON true`,
-    values: [named, max, LEASE_MARGIN_MS, webhookId],
+    values: [named, max, LEASE_MARGIN_MS, webhookId, margin],
   });
   const first = rows[0];
   if (!first) return { kind: 'none' };

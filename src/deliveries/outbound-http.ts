@@ -3,18 +3,35 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 
-/** Addresses a webhook service must not be steered into (SSRF): private, loopback, link-local, etc. */
+const PRIVATE = new net.BlockList();
+for (const [address, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 3],
+] as const) PRIVATE.addSubnet(address, prefix, 'ipv4');
+for (const [address, prefix] of [['::', 127], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8]] as const) PRIVATE.addSubnet(address, prefix, 'ipv6');
+
+/** An IPv4 address carried in the last 32 bits of an IPv6 one (NAT64 64:ff9b::/96, IPv4-compatible ::/96), if any. */
+function embeddedIPv4(v6: string): string | null {
+  const tail = /^(?:64:ff9b::|::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6) ?? /^(?:64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(v6);
+  if (!tail) return null;
+  if (tail[2] === undefined) return tail[1];
+  const hi = parseInt(tail[1], 16);
+  const lo = parseInt(tail[2], 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/**
+ * Addresses a webhook service must not be steered into (SSRF): private, loopback, link-local,
+ * multicast, etc., also written as IPv4-mapped (::ffff:7f00:1, which the BlockList checks against
+ * the IPv4 ranges), NAT64 or IPv4-compatible IPv6 addresses.
+ */
 export function isPrivateAddress(ip: string): boolean {
-  if (net.isIPv4(ip)) {
-    const [a, b] = ip.split('.').map(Number);
-    return (
-      a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 198 && (b === 18 || b === 19)) || a >= 224
-    );
-  }
-  const v6 = ip.toLowerCase();
-  if (v6.startsWith('::ffff:')) return isPrivateAddress(v6.slice(7));
-  return v6 === '::' || v6 === '::1' || v6.startsWith('fc') || v6.startsWith('fd') || v6.startsWith('fe8') || v6.startsWith('fe9') || v6.startsWith('fea') || v6.startsWith('feb') || v6.startsWith('ff');
+  const address = ip.replace(/^\[|\]$/g, '').toLowerCase();
+  if (net.isIPv4(address)) return PRIVATE.check(address, 'ipv4');
+  if (!net.isIPv6(address)) return false;
+  const v4 = embeddedIPv4(address);
+  if (v4 && net.isIPv4(v4)) return PRIVATE.check(v4, 'ipv4');
+  return PRIVATE.check(address, 'ipv6');
 }
 
 export class BlockedAddress extends Error {}

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { NotFound, WebhookPaused } from '../errors.ts';
-import { INGEST_QUOTA_CTE, INGEST_QUOTA_PARAMS, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
+import { INGEST_QUOTA_CTE, INGEST_QUOTA_PARAMS, INGEST_RATE_HIT_CTE, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
 import type { Runtime } from '../runtime.ts';
 import { inTransaction } from '../db/client.ts';
 import { ATTEMPT_TASK, insertJobRows } from '../deliveries/enqueue.ts';
@@ -75,7 +75,7 @@ const withinQuotas = (withDelivery: boolean) => `WITH ${INGEST_QUOTA_CTE}, store
   INSERT INTO events (${COLUMNS})
   SELECT ${params(FIRST)} FROM ingest_quota WHERE ingest_quota.admitted AND ${webhookActive(FIRST)}
   RETURNING id, project_id, webhook_id
-)${withDelivery ? deliveryCtes(FIRST + EVENT_PARAMS) : ''}
+), ${INGEST_RATE_HIT_CTE}${withDelivery ? deliveryCtes(FIRST + EVENT_PARAMS) : ''}
 SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM stored) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''} FROM ingest_quota`;
 const INSERT_EVENT_WITHIN_QUOTAS = { name: 'ingest_insert_event_within_quotas', text: withinQuotas(false) };
 const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = { name: 'ingest_insert_event_and_delivery_within_quotas', text: withinQuotas(true) };

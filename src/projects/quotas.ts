@@ -150,8 +150,8 @@ const ingestAdmitted = INGEST_CHECKS.map((c) => `coalesce(${c.column} + ${ingest
 
 /**
  * The ingest checks as common table expressions, for the statement that stores the event
- * (src/ingest/store-event.ts): counting this request in the current one-second rate window and
- * checking every quota cost no round trip of their own. It defines `ingest_quota`, one row:
+ * (src/ingest/store-event.ts, which also embeds INGEST_RATE_HIT_CTE): counting this request in
+ * the current one-second rate window and checking every quota cost no round trip of their own. It defines `ingest_quota`, one row:
  * `admitted`, true when no check is exceeded (store only then), and, when one is, `usage`: the
  * figures the checks compared, in INGEST_CHECKS order, then the seconds left in the month. Reads
  * see the statement's snapshot, i.e. the usage before this request.
@@ -171,12 +171,6 @@ ingest_quota_args AS MATERIALIZED (
   SELECT $1::text AS project_id, $2::text[] AS rate_keys, $3::text AS webhook_id,
          floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
          to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
-), ingest_rate_hit AS (
-  INSERT INTO rate_limit_windows AS r (key, shard, window_start, count)
-  SELECT k.key, usage_counter_shard(), a.w, 1 FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
-  ON CONFLICT (key, shard) DO UPDATE
-    SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
-        window_start = excluded.window_start
 ), ingest_quota AS MATERIALIZED (
   SELECT admitted,
          CASE WHEN NOT admitted THEN ARRAY[${INGEST_CHECKS.map((c) => c.column).join(', ')},
@@ -197,6 +191,22 @@ ingest_quota_args AS MATERIALIZED (
                         coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_stored
                    FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'stored_payload_bytes' AND period = 'current') s
     ) checked
+)`;
+
+/**
+ * Counts the request in its one-second rate windows, in the statement that embeds
+ * INGEST_QUOTA_CTE, after that statement's `stored` CTE (the event insert, which returns a row
+ * only when the checks admitted the request and the webhook takes events): a refused request is
+ * not counted, also when the statement commits on its own.
+ */
+export const INGEST_RATE_HIT_CTE = `
+ingest_rate_hit AS (
+  INSERT INTO rate_limit_windows AS r (key, shard, window_start, count)
+  SELECT k.key, usage_counter_shard(), a.w, 1 FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
+   WHERE EXISTS (SELECT FROM stored)
+  ON CONFLICT (key, shard) DO UPDATE
+    SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
+        window_start = excluded.window_start
 )`;
 
 /** What the statement returns of `ingest_quota`. */

@@ -50,6 +50,9 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
       if (!factory) throw new Error(`destination type ${destination.type} has no sender`);
       const { credentialsEnc: _sealed, ...config } = destination.config ?? {};
       const credentials = destinationCredentials(destination);
+      if (!credentials && destination.type.startsWith('aws_') && !opts.allowAmbientCredentials) {
+        throw new Error('the destination has no credentials, and this deployment does not lend its own (ALLOW_AMBIENT_CLOUD_CREDENTIALS)');
+      }
       entry = { key, sender: factory(config, credentials, opts), inFlight: 0, evicted: false };
       entries.set(key, entry);
       for (const [oldKey, old] of entries) {

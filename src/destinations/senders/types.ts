@@ -21,6 +21,12 @@ export interface DestinationSender {
 
 export interface SenderOptions {
   allowPrivate: boolean;
+  /**
+   * AWS destinations without credentials of their own may use the service's (the SDK's default
+   * chain: environment, instance role). Off by default: any project could otherwise reach every
+   * queue and bus the operator's role can.
+   */
+  allowAmbientCredentials?: boolean;
 }
 
 /** Milliseconds since `started` (performance.now()), rounded. */
