@@ -71,7 +71,7 @@ export async function claimDeliveryBatch(
   webhookId: string | null,
   named: string[],
   max: number,
-  margin = heldJobsMargin(32),
+  margin: number,
 ): Promise<BatchClaimOutcome> {
   const { rows } = await client.query({
     name: 'claim_delivery_batch',
