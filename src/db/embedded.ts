@@ -82,14 +82,14 @@ export async function startEmbeddedPostgres(dir: string, options: { port?: numbe
     await stopOrphan(databaseDir);
   }
   await pg.start();
-  let stopped = false;
+  // One stop for every caller: a second caller (a signal during a failed start-up) waits for it too.
+  let stopping: Promise<void> | undefined;
   return {
     url: `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     port,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await pg.stop();
+    stop() {
+      stopping ??= pg.stop();
+      return stopping;
     },
   };
 }
