@@ -135,7 +135,7 @@ describe('ingest quota statement', () => {
     await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
     const wh = await createWebhookRow(app.rt, projectId);
     const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
-    const event = (body: string) => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null });
+    const event = (body: string) => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null });
     const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
     const count = async () => {
       const { rows } = await app.rt.db.pool.query(

@@ -2,22 +2,15 @@ import type pg from 'pg';
 import { NotFound, WebhookPaused } from '../errors.ts';
 import { INGEST_QUOTA_CTE, INGEST_QUOTA_PARAMS, INGEST_RATE_HIT_CTE, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
 import type { Runtime } from '../runtime.ts';
+import type { InboundEvent } from './accept-event.ts';
 import { inTransaction } from '../db/client.ts';
 import { ATTEMPT_TASK, insertJobRows } from '../deliveries/enqueue.ts';
 
-/** An event row as ingest writes it. */
-export interface NewEvent {
+/** An event row as ingest writes it: the inbound event, with its ids and retention. */
+export interface NewEvent extends InboundEvent {
   id: string;
   projectId: string;
   webhookId: string;
-  channel: string;
-  method: string | null;
-  path: string | null;
-  query: Record<string, unknown>;
-  /** Lower-case names, credentials already removed. */
-  headers: Record<string, unknown>;
-  contentType: string | null;
-  body: Buffer;
   payloadExpiresAt: Date | null;
 }
 
