@@ -102,6 +102,20 @@ describe('HTTP delivery', () => {
     await receiver.close();
   });
 
+  it('records answers PostgreSQL cannot store as text (NUL bytes) without losing the batch', async () => {
+    const receiver = await startReceiver((r) => (r.url === '/nul' ? { status: 500, body: 'bad\u0000bytes' } : { status: 200 }));
+    const { apiKey, projectId } = await app.project('pro');
+    const nul = await createFixtureWebhook(app.rt, projectId, receiver.url + '/nul', { retryPolicy: { maxAttempts: 1 } });
+    const ok = await createFixtureWebhook(app.rt, projectId, receiver.url + '/ok');
+    const [a, b] = await Promise.all([enqueueFixtureEvent(app.rt, nul), enqueueFixtureEvent(app.rt, ok)]);
+    expect((await settled(apiKey, a.deliveryId)).status).toBe('failed');
+    expect((await settled(apiKey, b.deliveryId)).status).toBe('succeeded');
+    const attempts = await app.api(apiKey, 'GET', `/v1/deliveries/${a.deliveryId}/attempts`);
+    expect(attempts.body.items).toHaveLength(1);
+    expect(attempts.body.items[0]).toMatchObject({ statusCode: 500, responseSnippet: 'bad\uFFFDbytes' });
+    await receiver.close();
+  });
+
   it('signs with both secrets during a signing-secret rotation', async () => {
     const receiver = await startReceiver();
     const { apiKey, projectId } = await app.project('pro');

@@ -6,6 +6,16 @@ const CHANNEL = 'app_events';
 const MAX_INLINE = 7_500;
 
 type Listener = (payload: unknown) => void;
+
+const TOPIC_PREFIX = '{"t":"';
+/** The topic of a payload as publishers write it (topic first, no escapes in it); undefined when it cannot be read off. */
+export function leadingTopic(raw: string): string | undefined {
+  if (!raw.startsWith(TOPIC_PREFIX)) return undefined;
+  const end = raw.indexOf('"', TOPIC_PREFIX.length);
+  if (end < 0) return undefined;
+  const topic = raw.slice(TOPIC_PREFIX.length, end);
+  return topic.includes('\\') ? undefined : topic;
+}
 /** Loads a payload that was too large to travel inline, once per receiving process. */
 export type RefLoader = (topic: string, ref: string) => Promise<unknown>;
 
@@ -62,6 +72,10 @@ export class PgPubSub {
   }
 
   private async dispatch(raw: string) {
+    // Every process receives every change; most have no subscriber for most topics. The topic
+    // leads each payload ({"t":"…",…}), so those are dropped without parsing the payload.
+    const topic = leadingTopic(raw);
+    if (topic !== undefined && !this.listeners.get(topic)?.size) return;
     let msg: { t: string; p?: unknown; r?: string };
     try {
       msg = JSON.parse(raw);

@@ -9,7 +9,7 @@ import { claimDelivery, requeueJob, type ClaimedDelivery } from './claim.ts';
 import type { OutboundClient, OutboundResult } from './outbound-http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
-import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind } from './retry-policy.ts';
+import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type RetryPolicy } from './retry-policy.ts';
 import { signingHeaders } from './signing.ts';
 import { applyTransform } from '../webhooks/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
@@ -171,8 +171,8 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
 async function publishClaimed(db: pg.Pool, claims: ClaimedDelivery[]): Promise<void> {
   await db.query({
     name: 'publish_claimed',
-    text: 'SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n',
-    values: [NOTIFY_CHANNEL, claims.map((c) => deliveryNotification(deliveryView(c.row)))],
+    text: 'SELECT pg_notify($1, n) FROM json_array_elements_text($2::json) AS n',
+    values: [NOTIFY_CHANNEL, JSON.stringify(claims.map((c) => deliveryNotification(deliveryView(c.row))))],
   });
 }
 
@@ -184,6 +184,14 @@ async function attemptOne(engine: DeliveryEngine, deliveryId: string): Promise<v
   if (outcome.kind !== 'claimed') return;
   if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
   await sendClaimed(engine, outcome.claim);
+}
+
+/** Normalised once per webhook object: a batch's claims share theirs. */
+const retryPolicies = new WeakMap<ClaimedDelivery['webhook'], RetryPolicy>();
+function retryPolicyOf(webhook: ClaimedDelivery['webhook']): RetryPolicy {
+  let policy = retryPolicies.get(webhook);
+  if (!policy) retryPolicies.set(webhook, (policy = normalizeRetryPolicy(webhook.retryPolicy)));
+  return policy;
 }
 
 const decryptedSecrets = new Map<string, string>();
@@ -203,7 +211,7 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     await published?.catch(() => {});
     return engine.recorder.record(r);
   };
-  const policy = normalizeRetryPolicy(claim.webhook.retryPolicy);
+  const policy = retryPolicyOf(claim.webhook);
   const startedAt = new Date();
   const base = { deliveryId: claim.row.id as string, delivery: claim.row, attempt: claim.attempt, startedAt };
 
@@ -301,7 +309,7 @@ async function buildDispatch(claim: ClaimedDelivery): Promise<Dispatch> {
   return { body, contentType, headers, transformed };
 }
 
-function classify(res: OutboundResult, policy: ReturnType<typeof normalizeRetryPolicy>, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {
+function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {
   if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return { outcome: 'succeeded', error: null };
   let failure: FailureKind;
   let error: string | null = res.error ?? null;

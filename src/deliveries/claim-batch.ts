@@ -136,12 +136,24 @@ SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0)
   const first = rows[0];
   if (!first) return { kind: 'none' };
   if (!first.batchable) return first.webhook_status === 'active' ? { kind: 'single' } : { kind: 'none' };
+  // One webhook object for the whole batch: its retry policy is normalised once (see sendClaimed).
+  const webhook: ClaimedDelivery['webhook'] = {
+    status: first.webhook_status,
+    deliveryMode: first.delivery_mode,
+    maxInFlight: first.max_in_flight,
+    timeoutMs: first.timeout_ms,
+    retryPolicy: first.retry_policy,
+    customHeaders: first.custom_headers ?? {},
+    throttleRatePerSecond: first.throttle_rate_per_second,
+    transform: first.transform,
+  };
+  const signingSecretsEnc: string[] = first.signing_secrets ?? [];
   const claims: ClaimedDelivery[] = [];
   for (const d of rows) {
     if (!d.id) continue;
-    const { payload, has_dispatch, payload_content_type, event_headers, batch_webhook_id: _w, free_slots: _f, webhook_status, delivery_mode, max_in_flight,
-      timeout_ms, retry_policy, custom_headers, throttle_rate_per_second, transform, batchable: _b, lost_ids: _l, not_due: _n,
-      signing_secrets, ...row } = d;
+    const { payload, has_dispatch, payload_content_type, event_headers, batch_webhook_id: _w, free_slots: _f, webhook_status: _s, delivery_mode: _m,
+      max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
+      not_due: _n, signing_secrets: _g, ...row } = d;
     claims.push({
       row,
       attempt: row.attempts,
@@ -150,17 +162,8 @@ SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0)
       dispatchHeaders: row.dispatch_headers,
       hasDispatch: has_dispatch,
       eventHeaders: event_headers ?? {},
-      signingSecretsEnc: signing_secrets ?? [],
-      webhook: {
-        status: webhook_status,
-        deliveryMode: delivery_mode,
-        maxInFlight: max_in_flight,
-        timeoutMs: timeout_ms,
-        retryPolicy: retry_policy,
-        customHeaders: custom_headers ?? {},
-        throttleRatePerSecond: throttle_rate_per_second,
-        transform,
-      },
+      signingSecretsEnc,
+      webhook,
       lostPrevious: false,
     });
   }
