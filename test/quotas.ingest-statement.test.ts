@@ -74,7 +74,9 @@ async function storeOnOneConnection(projectId: string, webhookId: string, n: num
 describe('ingest quota statement', () => {
   it('checks high custom limits in the one statement that stores the event, with a generic plan', async () => {
     const { projectId } = await app.project('enterprise');
-    for (const quota of ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) await setProjectQuota(app.rt, projectId, quota, '1000000000');
+    // Above the exact threshold, but too close to the counters' limits to skip reading them.
+    await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
+    for (const quota of ['backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) await setProjectQuota(app.rt, projectId, quota, '900');
     const wh = await createWebhookRow(app.rt, projectId);
     const { sent, plans } = await storeOnOneConnection(projectId, wh.id, 10);
     expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas'));
@@ -87,11 +89,35 @@ describe('ingest quota statement', () => {
   it('keeps the generic plan when the webhook overrides every ingest quota', async () => {
     const { projectId } = await app.project('enterprise');
     await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
-    const wh = await createWebhookRow(app.rt, projectId, { ingest_rate: 100_000_000, backlog_depth: 1_000_000, stored_payload_bytes: 1_000_000_000 });
+    const wh = await createWebhookRow(app.rt, projectId, { ingest_rate: 100_000_000, backlog_depth: 900, stored_payload_bytes: 900 });
     const { sent, plans } = await storeOnOneConnection(projectId, wh.id, 10);
     expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas'));
     expect(plans.custom).toBeLessThanOrEqual(5);
     expect(plans.generic).toBe(10 - plans.custom);
+  });
+
+  it('far from every limit, reads the usage counters once per quarter second, not on every request', async () => {
+    const { projectId } = await app.project('enterprise');
+    for (const quota of ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) await setProjectQuota(app.rt, projectId, quota, '1000000000');
+    const wh = await createWebhookRow(app.rt, projectId);
+    const { sent } = await storeOnOneConnection(projectId, wh.id, 10);
+    expect(sent[0]).toBe('ingest_insert_event_within_quotas');
+    expect(new Set(sent)).toEqual(new Set(['ingest_insert_event_within_quotas', 'ingest_insert_event_within_rate']));
+    // Ten requests take far less than 250 ms, unless the machine stalls: most skip the reads.
+    expect(sent.filter((n) => n === 'ingest_insert_event_within_rate').length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('reads the counters on every request once they near a limit, and refuses exactly there', async () => {
+    const { projectId } = await app.project('enterprise');
+    await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
+    await setProjectQuota(app.rt, projectId, 'backlog_depth', '3');
+    const wh = await createWebhookRow(app.rt, projectId);
+    const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
+    const event = () => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('{}'), payloadExpiresAt: null });
+    const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
+    for (let i = 0; i < 3; i++) await storeEvent(app.rt, app.rt.db.pool, event(), { project, webhook: wh }, delivery());
+    const err = await rejection(storeEvent(app.rt, app.rt.db.pool, event(), { project, webhook: wh }, delivery()));
+    expect(err.details).toMatchObject({ quota: 'backlog_depth', scope: 'project', limit: 3, current: 3 });
   });
 
   it('takes the per-project lock first where small limits must be exact', async () => {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { NotFound, WebhookPaused } from '../errors.ts';
-import { INGEST_QUOTA_CTE, INGEST_QUOTA_PARAMS, INGEST_RATE_HIT_CTE, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
+import { ingestQuotaCte, INGEST_QUOTA_PARAMS, INGEST_RATE_HIT_CTE, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
 import type { Runtime } from '../runtime.ts';
 import type { InboundEvent } from './accept-event.ts';
 import { inTransaction } from '../db/client.ts';
@@ -64,7 +64,7 @@ SELECT EXISTS (SELECT FROM stored) AS stored, (SELECT count(*) FROM job) AS jobs
  * read, to name the exceeded quota. With the delivery, the whole of an ingest is this statement.
  */
 const FIRST = INGEST_QUOTA_PARAMS + 1;
-const withinQuotas = (withDelivery: boolean) => `WITH ${INGEST_QUOTA_CTE}, stored AS (
+const withinQuotas = (withDelivery: boolean, readCounters = true) => `WITH ${ingestQuotaCte(readCounters)}, stored AS (
   INSERT INTO events (${COLUMNS})
   SELECT ${params(FIRST)} FROM ingest_quota WHERE ingest_quota.admitted AND ${webhookActive(FIRST)}
   RETURNING id, project_id, webhook_id
@@ -72,6 +72,9 @@ const withinQuotas = (withDelivery: boolean) => `WITH ${INGEST_QUOTA_CTE}, store
 SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM stored) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''} FROM ingest_quota`;
 const INSERT_EVENT_WITHIN_QUOTAS = { name: 'ingest_insert_event_within_quotas', text: withinQuotas(false) };
 const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = { name: 'ingest_insert_event_and_delivery_within_quotas', text: withinQuotas(true) };
+/** The same, when the process's recent reading of the usage counters leaves ample headroom: the rate windows alone are read. */
+const INSERT_EVENT_WITHIN_RATE = { name: 'ingest_insert_event_within_rate', text: withinQuotas(false, false) };
+const INSERT_EVENT_AND_DELIVERY_WITHIN_RATE = { name: 'ingest_insert_event_and_delivery_within_rate', text: withinQuotas(true, false) };
 
 function eventValues(e: NewEvent): unknown[] {
   return [e.id, e.projectId, e.webhookId, e.channel, e.method, e.path, JSON.stringify(e.query), JSON.stringify(e.headers), e.contentType, e.body, e.body.length, e.payloadExpiresAt];
@@ -101,9 +104,13 @@ export async function storeEvent(
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length });
   const values = [...(check?.values ?? []), ...eventValues(event), ...(delivery ? deliveryValues(delivery) : [])];
   const statement = check
-    ? delivery
-      ? INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS
-      : INSERT_EVENT_WITHIN_QUOTAS
+    ? check.readCounters
+      ? delivery
+        ? INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS
+        : INSERT_EVENT_WITHIN_QUOTAS
+      : delivery
+        ? INSERT_EVENT_AND_DELIVERY_WITHIN_RATE
+        : INSERT_EVENT_WITHIN_RATE
     : delivery
       ? INSERT_EVENT_AND_DELIVERY
       : INSERT_EVENT;

@@ -130,7 +130,7 @@ const counterSum = (where: string) => `(SELECT coalesce(sum(value), 0) FROM usag
 
 /**
  * The ingest checks in their contract order (the first exceeded one is the refusal): `column` is
- * the usage INGEST_QUOTA_CTE reads for it, `limit` its limit's parameter (NULL: not checked).
+ * the usage ingestQuotaCte reads for it, `limit` its limit's parameter (NULL: not checked).
  */
 const INGEST_CHECKS = [
   { quota: 'ingest_rate', scope: 'project', column: 'project_rate', limit: 5 },
@@ -142,11 +142,27 @@ const INGEST_CHECKS = [
   { quota: 'stored_payload_bytes', scope: 'webhook', column: 'webhook_stored', limit: 11 },
 ] as const satisfies readonly { quota: QuotaName; scope: Check['scope']; column: string; limit: number }[];
 
-/** Number of parameters INGEST_QUOTA_CTE takes ($1 … $11); a statement that embeds it numbers its own after them. */
+/** Number of parameters ingestQuotaCte takes ($1 … $11); a statement that embeds it numbers its own after them. */
 export const INGEST_QUOTA_PARAMS = 11;
 
 const ingestDelta = (quota: QuotaName) => (quota === 'stored_payload_bytes' ? '$4::bigint' : '1');
 const ingestAdmitted = INGEST_CHECKS.map((c) => `coalesce(${c.column} + ${ingestDelta(c.quota)} <= $${c.limit}::bigint, true)`).join('\n             AND ');
+
+/** The usage counters' reads (see ingestQuotaCte): each counter is one index range, its shards. */
+const COUNTER_READS = `        LATERAL (SELECT coalesce(sum(value), 0)::bigint AS monthly_deliveries
+                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id = '' AND metric = 'deliveries' AND period = a.month) d,
+        LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_backlog,
+                        coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_backlog
+                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'backlog_depth' AND period = 'current') b,
+        LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_stored,
+                        coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_stored
+                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'stored_payload_bytes' AND period = 'current') s`;
+
+/** In place of COUNTER_READS, when the process's recent reading leaves ample headroom (see counterReadNeeded). */
+const SKIPPED_COUNTER_READS = `
+        LATERAL (SELECT NULL::bigint AS monthly_deliveries) d,
+        LATERAL (SELECT NULL::bigint AS project_backlog, NULL::bigint AS webhook_backlog) b,
+        LATERAL (SELECT NULL::bigint AS project_stored, NULL::bigint AS webhook_stored) s`;
 
 /**
  * The ingest checks as common table expressions, for the statement that stores the event
@@ -161,19 +177,25 @@ const ingestAdmitted = INGEST_CHECKS.map((c) => `coalesce(${c.column} + ${ingest
  * backlog or stored bytes are checked, else NULL; $4 the payload bytes to retain; $5 … $11 the
  * limits, in INGEST_CHECKS order (NULL: not checked).
  *
+ * Without `readCounters`, only the rate windows are read and the counters' limits must be NULL:
+ * the form for a request whose process read the counters a moment ago, far from every limit
+ * (counterReadNeeded). With it, `usage` is returned also when the request is admitted, to be
+ * remembered for that decision.
+ *
  * Each counter is one index range (its shards), the webhook's beside the project's. The values
  * reach the reads through the materialized `ingest_quota_args`, out of the planner's sight: it
  * estimates them the same for every request, so the prepared statement keeps one generic plan
  * instead of being planned again for each request's project (which costs more than the checks).
  */
-export const INGEST_QUOTA_CTE = `
+export function ingestQuotaCte(readCounters: boolean): string {
+  return `
 ingest_quota_args AS MATERIALIZED (
-  SELECT $1::text AS project_id, $2::text[] AS rate_keys, $3::text AS webhook_id,
+  SELECT $1::text AS project_id, $2::text[] AS rate_keys, $3::text AS webhook_id, $4::bigint AS bytes,
          floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
          to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
 ), ingest_quota AS MATERIALIZED (
   SELECT admitted,
-         CASE WHEN NOT admitted THEN ARRAY[${INGEST_CHECKS.map((c) => c.column).join(', ')},
+         CASE WHEN NOT admitted OR ${readCounters} THEN ARRAY[${INGEST_CHECKS.map((c) => c.column).join(', ')},
            ceil(extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month' - (now() AT TIME ZONE 'UTC')))::bigint] END AS usage
     FROM (
       SELECT r.*, d.*, b.*, s.*,
@@ -182,20 +204,14 @@ ingest_quota_args AS MATERIALIZED (
         LATERAL (SELECT coalesce(sum(count) FILTER (WHERE key = a.rate_keys[1]), 0)::bigint AS project_rate,
                         coalesce(sum(count) FILTER (WHERE key = a.rate_keys[2]), 0)::bigint AS webhook_rate
                    FROM rate_limit_windows WHERE key = ANY(a.rate_keys) AND window_start = a.w) r,
-        LATERAL (SELECT coalesce(sum(value), 0)::bigint AS monthly_deliveries
-                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id = '' AND metric = 'deliveries' AND period = a.month) d,
-        LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_backlog,
-                        coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_backlog
-                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'backlog_depth' AND period = 'current') b,
-        LATERAL (SELECT coalesce(sum(value) FILTER (WHERE webhook_id = ''), 0)::bigint AS project_stored,
-                        coalesce(sum(value) FILTER (WHERE webhook_id <> ''), 0)::bigint AS webhook_stored
-                   FROM usage_counters WHERE project_id = a.project_id AND webhook_id IN ('', a.webhook_id) AND metric = 'stored_payload_bytes' AND period = 'current') s
+${readCounters ? COUNTER_READS : SKIPPED_COUNTER_READS}
     ) checked
 )`;
+}
 
 /**
  * Counts the request in its one-second rate windows, in the statement that embeds
- * INGEST_QUOTA_CTE, after that statement's `stored` CTE (the event insert, which returns a row
+ * ingestQuotaCte, after that statement's `stored` CTE (the event insert, which returns a row
  * only when the checks admitted the request and the webhook takes events): a refused request is
  * not counted, also when the statement commits on its own.
  */
@@ -223,7 +239,7 @@ export interface IngestQuotaInput {
   bodyBytes: number;
 }
 
-/** The ingest checks of one request, prepared for the statement that embeds INGEST_QUOTA_CTE. */
+/** The ingest checks of one request, prepared for the statement that embeds ingestQuotaCte. */
 export interface IngestQuotaCheck {
   /** Values of $1 … $INGEST_QUOTA_PARAMS. */
   values: unknown[];
@@ -234,8 +250,48 @@ export interface IngestQuotaCheck {
   lock(client: pg.PoolClient): Promise<void>;
   /** Small rate limits apply: the check needs `lock` and a transaction around it and the statement. */
   exact: boolean;
+  /** The statement must read the usage counters (ingestQuotaCte(true)); else only the rate windows. */
+  readCounters: boolean;
   /** Throws the QuotaExceeded the statement's `ingest_quota` row shows, if any (the first in the contract's order). */
   enforce(row: IngestQuotaRow): void;
+}
+
+/** Index in INGEST_CHECKS of the first check on a usage counter (the ones before are rate checks). */
+const FIRST_COUNTER_CHECK = INGEST_CHECKS.findIndex((c) => c.quota !== 'ingest_rate');
+
+/** A process's last reading of a project's (and webhook's) usage counters, in INGEST_CHECKS order. */
+interface CounterReading {
+  at: number;
+  usage: number[];
+}
+const counterReadings = new Map<string, CounterReading>();
+const COUNTER_READING_MAX_AGE_MS = 250;
+const HEADROOM_SHARE = 0.1;
+const HEADROOM_REQUESTS = 1_000;
+
+function rememberCounterReading(key: string, usage: number[]) {
+  if (counterReadings.size >= 10_000 && !counterReadings.has(key)) counterReadings.clear();
+  counterReadings.set(key, { at: Date.now(), usage });
+}
+
+/**
+ * Whether a request (of a project without exact limits) must read the usage counters: unless
+ * this process read them under COUNTER_READING_MAX_AGE_MS ago and every counter then stood at
+ * most 90 % of its limit and at least HEADROOM_REQUESTS requests' worth below it. Reading three
+ * counters' shards is most of the checks' cost; far from the limits, a reading a quarter of a
+ * second old decides the same. To pass a limit unseen, the projects' processes together would
+ * have to spend that headroom within those 250 ms, on top of the overshoot by in-flight
+ * requests that limits above the exact threshold already allow (see the top of this file).
+ */
+function counterReadNeeded(reading: CounterReading | undefined, limits: (number | null)[], bytes: number): boolean {
+  if (!reading || Date.now() - reading.at > COUNTER_READING_MAX_AGE_MS) return true;
+  for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) {
+    const limit = limits[i];
+    if (limit === null) continue;
+    const perRequest = INGEST_CHECKS[i].quota === 'stored_payload_bytes' ? Math.max(bytes, 1) : 1;
+    if (reading.usage[i] + Math.max(limit * HEADROOM_SHARE, HEADROOM_REQUESTS * perRequest) > limit) return true;
+  }
+  return false;
 }
 
 /**
@@ -268,11 +324,16 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   ];
   const rateKeys = overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
   const readsWebhookUsage = overrides.backlog_depth !== undefined || overrides.stored_payload_bytes !== undefined;
+  const readingKey = `${project.id} ${readsWebhookUsage ? webhook.id : ''}`;
+  const readCounters = scope !== null || counterReadNeeded(counterReadings.get(readingKey), limits, bytes);
+  if (!readCounters) for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) limits[i] = null;
   return {
     values: [project.id, rateKeys, readsWebhookUsage ? webhook.id : null, bytes, ...limits],
     lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
     exact: scope !== null,
+    readCounters,
     enforce(row) {
+      if (readCounters && row.usage) rememberCounterReading(readingKey, row.usage.map(Number));
       if (row.admitted) return;
       const usage = (row.usage ?? []).map(Number);
       const monthLeft = usage[INGEST_CHECKS.length];
