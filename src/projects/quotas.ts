@@ -21,7 +21,8 @@ import type { Tier } from '../config.ts';
  * concurrent requests are checked one after another and no limit is overshot. Above that, the
  * check is a single statement without that lock: concurrent ingests may overshoot a limit by at
  * most the number of ingest transactions in flight, which keeps quota checks off the
- * throughput path of high-volume custom quotas.
+ * throughput path of high-volume custom quotas. There, far from every limit, a process also
+ * reads the usage counters at most every 250 ms (counterReadNeeded); near one, on every request.
  */
 
 export type ProjectQuotaSource = { id: string; tier: string; customQuotas: unknown; overageEnabled?: boolean };
