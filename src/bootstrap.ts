@@ -31,20 +31,48 @@ export async function migrateDatabase(url: string) {
   log.info({ applied, ms: Date.now() - started }, 'migrations up to date');
 }
 
-/** SIGTERM/SIGINT: run `stop` once, then exit. A second signal exits at once. */
-export function onShutdownSignal(stop: () => Promise<void>) {
+/**
+ * Runs `start` with SIGTERM/SIGINT handled from its beginning (the HTTP server answers, and may be
+ * told to stop, while the rest starts), and owns the process's exit: a start-up that fails exits 1,
+ * even when a signal came first; a signal exits 0 once the started service has stopped. `cleanup`
+ * (the embedded cluster) runs once before either exit. A second signal exits 1 at once.
+ */
+export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<void> }>, cleanup: () => Promise<void> = async () => {}) {
+  let cleaned: Promise<void> | undefined;
+  const exit = async (code: number) => {
+    cleaned ??= cleanup();
+    await cleaned.catch((err) => {
+      log.error({ err }, 'clean-up failed');
+      code = 1;
+    });
+    process.exit(code);
+  };
+  let starting!: Promise<{ stop(): Promise<void> }>;
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) process.exit(1);
     stopping = true;
     log.info({ signal }, 'shutting down');
-    stop()
-      .then(() => process.exit(0))
-      .catch((err) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      });
+    // A start-up that fails is not a clean stop: the start-up path below exits, with 1.
+    starting.then(
+      (app) =>
+        app.stop().then(
+          () => exit(0),
+          (err) => {
+            log.error({ err }, 'shutdown failed');
+            return exit(1);
+          },
+        ),
+      () => {},
+    );
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  starting = (async () => start())();
+  try {
+    await starting;
+  } catch (err) {
+    log.fatal({ err }, 'start-up failed');
+    await exit(1);
+  }
 }

@@ -1,10 +1,12 @@
+import dns from 'node:dns';
 import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDestinationSenders, type DestinationSend } from '../src/destinations/senders/index.ts';
 import { sqsMessage } from '../src/destinations/senders/sqs.ts';
 import { encryptSecret } from '../src/secrets.ts';
@@ -393,6 +395,54 @@ describe('cloud senders', () => {
     }
   });
 
+  it('connects a Pub/Sub endpoint to the address it checked, never to what a later lookup of the name answers (DNS rebinding)', async () => {
+    const pubsub = await startPubSubServer();
+    const port = new URL(pubsub.url).port;
+    // Every gRPC connection goes through this proxy, which records the address asked for and
+    // tunnels to the loopback server whatever it was: what the client dialled is observable.
+    const proxy = await startConnectProxy(Number(port));
+    const host = 'pubsub.rebind.test';
+    let answer = ['203.0.113.7'];
+    const realLookup = dns.promises.lookup;
+    const lookups = vi.spyOn(dns.promises, 'lookup').mockImplementation(((name: string, options: any) =>
+      name === host ? Promise.resolve(answer.map((address) => ({ address, family: net.isIP(address) }))) : realLookup(name, options)) as any);
+    const env = { grpc_proxy: process.env.grpc_proxy, no_grpc_proxy: process.env.no_grpc_proxy };
+    process.env.grpc_proxy = proxy.url;
+    process.env.no_grpc_proxy = 'nothing.invalid';
+    const strict = createDestinationSenders({ allowPrivate: false });
+    const destination = snapshot('gcp_pubsub', { projectId: 'p', topic: 't', endpoint: `http://${host}:${port}` }, serviceAccount);
+    try {
+      expect(await strict.send(destination, request())).toMatchObject({ statusCode: 200 });
+      expect(proxy.targets).toEqual([`203.0.113.7:${port}`]);
+      expect(pubsub.calls.map((c) => c.host)).toEqual([`${host}:${port}`]);
+
+      // The name now answers a private address: refused, and the pinned channel is not used either.
+      answer = ['127.0.0.1'];
+      const refused = await strict.send(destination, request());
+      expect(refused).toMatchObject({ failure: 'blocked', error: 'Pub/Sub Publish: endpoint resolves to a private address (127.0.0.1)' });
+      expect(pubsub.calls).toHaveLength(1);
+
+      // Still among the answers: the pinned channel is kept. Gone from them: a new one, to the new address.
+      answer = ['203.0.113.8', '203.0.113.7'];
+      expect(await strict.send(destination, request())).toMatchObject({ statusCode: 200 });
+      answer = ['203.0.113.8'];
+      expect(await strict.send(destination, request())).toMatchObject({ statusCode: 200 });
+      expect(proxy.targets).toEqual([`203.0.113.7:${port}`, `203.0.113.8:${port}`]);
+      expect(pubsub.calls.map((c) => c.host)).toEqual(Array(3).fill(`${host}:${port}`));
+      // One lookup per publish, the sender's own: gRPC never resolved the name.
+      expect(lookups.mock.calls.filter(([name]) => name === host)).toHaveLength(4);
+    } finally {
+      await strict.close();
+      lookups.mockRestore();
+      for (const [k, v] of Object.entries(env)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await proxy.close();
+      await pubsub.close();
+    }
+  });
+
   it('sends SQS bodies as text only when SQS accepts the characters, and empty bodies as a flagged space', () => {
     const message = (body: Buffer) => sqsMessage({ ...request(), dispatch: { body, contentType: null, headers: {} } });
     expect(message(Buffer.from('tab\tand newline\n é 😀'))).toMatchObject({ body: 'tab\tand newline\n é 😀' });
@@ -444,6 +494,42 @@ async function startSlowServer() {
   const { port } = server.address() as import('node:net').AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** An HTTP CONNECT proxy that records each target asked for and tunnels every one to the loopback `port`. */
+async function startConnectProxy(port: number) {
+  const { createServer } = await import('node:http');
+  const targets: string[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const track = (s: import('node:net').Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  };
+  const server = createServer((_, res) => res.writeHead(405).end());
+  server.on('connect', (req, client: import('node:net').Socket, head: Buffer) => {
+    targets.push(req.url ?? '');
+    track(client);
+    const upstream = net.connect(port, '127.0.0.1', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    track(upstream);
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as import('node:net').AddressInfo;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    targets,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -90,6 +90,46 @@ describe('npm start on an embedded PostgreSQL', () => {
   }, 120_000);
 });
 
+describe('process exit', () => {
+  // The start-up of the real entry points (src/main.ts, api.ts, worker.ts) under serveUntilSignal,
+  // with `start` standing in for the app: it can be told to fail exactly after a signal came.
+  const script = `
+    const { serveUntilSignal } = await import('./src/bootstrap.ts');
+    const scenario = process.env.SCENARIO;
+    // Resolves once SIGTERM has been handled (the service's handler is registered before start runs).
+    const signalled = () => new Promise((r) => { process.once('SIGTERM', r); process.kill(process.pid, 'SIGTERM'); });
+    await serveUntilSignal(async () => {
+      if (scenario.startsWith('signal-during-start')) await signalled();
+      if (scenario.endsWith('fails')) throw new Error('start-up broke');
+      return { stop: async () => console.log('app stopped') };
+    }, async () => {
+      console.log('cluster stopped');
+      await new Promise((r) => setTimeout(r, 50));
+    });
+    if (scenario === 'signal-after-start') process.kill(process.pid, 'SIGTERM');
+  `;
+  const run = (scenario: string) =>
+    new Promise<{ code: number | null; lines: string[] }>((resolve) => {
+      const child = spawn(process.execPath, [...TSX, '--input-type=module', '-e', script], {
+        env: { ...process.env, SCENARIO: scenario, LOG_LEVEL: 'fatal', DATABASE_URL: '' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (c) => (out += c));
+      child.on('exit', (code) => resolve({ code, lines: out.split('\n').filter((l) => l && !l.startsWith('{')) }));
+    });
+
+  it('exits 1 when start-up fails, even after a shutdown signal, and 0 on a clean signal stop; the cluster is stopped once either way', async () => {
+    const [failsAfterSignal, fails, signalDuringStart, signalAfterStart] = await Promise.all(
+      ['signal-during-start, then start-up fails', 'start-up fails', 'signal-during-start', 'signal-after-start'].map(run),
+    );
+    expect(failsAfterSignal).toEqual({ code: 1, lines: ['cluster stopped'] });
+    expect(fails).toEqual({ code: 1, lines: ['cluster stopped'] });
+    expect(signalDuringStart).toEqual({ code: 0, lines: ['app stopped', 'cluster stopped'] });
+    expect(signalAfterStart).toEqual({ code: 0, lines: ['app stopped', 'cluster stopped'] });
+  }, 30_000);
+});
+
 describe('admin CLI', () => {
   it('prints one JSON object on stdout for project create, set-tier and api-key commands', async () => {
     const databaseUrl = await createTestDatabase();

@@ -8,6 +8,8 @@ const require = createRequire(import.meta.url);
 /** One Publish request as the Pub/Sub client sent it. */
 export interface PublishCall {
   topic: string;
+  /** The call's :authority, the endpoint host as the client named it. */
+  host: string;
   messages: { data: Buffer; attributes: Record<string, string> }[];
   at: number;
 }
@@ -41,6 +43,7 @@ export async function startPubSubServer(reply: (call: PublishCall, n: number) =>
       const req = call.request;
       const recorded: PublishCall = {
         topic: req.topic,
+        host: call.getHost(),
         messages: req.messages.map((m: any) => ({ data: Buffer.from(m.data), attributes: { ...m.attributes } })),
         at: Date.now(),
       };

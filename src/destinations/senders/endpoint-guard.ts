@@ -21,16 +21,20 @@ export function refusedLiteralHost(url: string | undefined, allowPrivate: boolea
   return net.isIP(host) && isPrivateAddress(host) ? `endpoint is a private address (${host})` : null;
 }
 
-/** For clients that resolve names themselves (gRPC): resolves the host now and refuses private addresses. */
-export async function refusedResolvedHost(url: string, allowPrivate: boolean): Promise<string | null> {
-  if (allowPrivate) return null;
+/**
+ * For clients that resolve names themselves (gRPC): the endpoint host's addresses, resolved once
+ * and all checked, or why they are refused. The caller connects to one of these addresses (not to
+ * the name, which a second lookup could answer differently: DNS rebinding).
+ */
+export async function checkedAddresses(url: string, allowPrivate: boolean): Promise<{ addresses: string[] } | { refused: string }> {
   const literal = refusedLiteralHost(url, allowPrivate);
-  if (literal) return literal;
+  if (literal) return { refused: literal };
   const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host)) return null;
-  const addresses = await dns.promises.lookup(host, { all: true });
-  const bad = addresses.find((a) => isPrivateAddress(a.address));
-  return bad ? `endpoint resolves to a private address (${bad.address})` : null;
+  if (net.isIP(host)) return { addresses: [host] };
+  const answers = await dns.promises.lookup(host, { all: true });
+  const bad = allowPrivate ? undefined : answers.find((a) => isPrivateAddress(a.address));
+  if (bad) return { refused: `endpoint resolves to a private address (${bad.address})` };
+  return { addresses: answers.map((a) => a.address) };
 }
 
 /** Keep-alive agents whose DNS lookups refuse private addresses (as the HTTP sender's do). */
