@@ -56,7 +56,7 @@ async function storeOnOneConnection(projectId: string, webhookId: string, n: num
         await storeEvent(
           app.rt,
           client,
-          { id: newId('evt'), projectId, webhookId, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: Buffer.from('{}'), payloadExpiresAt: null },
+          { id: newId('evt'), projectId, webhookId, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: Buffer.from('{}'), payloadExpiresAt: null, configVersion: null },
           { project, webhook },
         );
       } finally {
@@ -113,7 +113,7 @@ describe('ingest quota statement', () => {
     await setProjectQuota(app.rt, projectId, 'backlog_depth', '3');
     const wh = await createWebhookRow(app.rt, projectId);
     const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
-    const event = () => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('{}'), payloadExpiresAt: null });
+    const event = () => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('{}'), payloadExpiresAt: null, configVersion: null });
     const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
     for (let i = 0; i < 3; i++) await storeEvent(app.rt, app.rt.db.pool, event(), { project, webhook: wh }, delivery());
     const err = await rejection(storeEvent(app.rt, app.rt.db.pool, event(), { project, webhook: wh }, delivery()));
@@ -140,7 +140,7 @@ describe('ingest quota statement', () => {
         storeEvent(
           app.rt,
           client,
-          { id: newId('evt'), projectId, webhookId: wh.id, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('ab'), payloadExpiresAt: null },
+          { id: newId('evt'), projectId, webhookId: wh.id, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('ab'), payloadExpiresAt: null, configVersion: null },
           { project, webhook: wh },
         ),
       );
@@ -161,7 +161,7 @@ describe('ingest quota statement', () => {
     await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
     const wh = await createWebhookRow(app.rt, projectId);
     const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
-    const event = (body: string) => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null });
+    const event = (body: string) => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null, configVersion: null });
     const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
     const count = async () => {
       const { rows } = await app.rt.db.pool.query(

@@ -3,7 +3,8 @@ import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
-import { findIngestTarget, PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+import { ingestTargets } from './ingest-target-cache.ts';
 import { storeEvent } from './store-event.ts';
 
 /** An inbound event as a channel (HTTP, form, email, schedule) received it. */
@@ -42,14 +43,28 @@ export function routeInbound(target: IngestTarget, event: InboundEvent) {
 export type Admission = (target: IngestTarget) => Date | null;
 
 /**
- * Accepts an event for the webhook `publicId`: reads the webhook (404 when unknown or
- * archived), admits the request, routes it, then checks quotas and stores the event with its
- * delivery (row + job) in ONE statement that commits on its own (see storeEvent). Resolves
- * only after that commit. The happy path is two round trips: the lookup and that statement.
+ * Accepts an event for the webhook `publicId`: takes the webhook's lookup (kept by this process,
+ * else read: 404 when unknown or archived), admits the request, routes it, then checks quotas
+ * and stores the event with its delivery (row + job) in ONE statement that commits on its own
+ * (see storeEvent), and only while the webhook is still as looked up. Resolves only after that
+ * commit. The happy path is that one round trip (two when the lookup is read).
+ *
+ * A kept lookup may be out of date: a request it refuses (or that the statement finds out of
+ * date) is decided again, once, on a fresh lookup. Nothing was stored by the first try.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
-  const target = await findIngestTarget(rt.db.pool, publicId);
+  const cache = ingestTargets(rt);
+  const { target, kept } = await cache.get(rt, publicId);
+  if (!kept) return acceptFor(rt, target, event, admit);
+  try {
+    return await acceptFor(rt, target, event, admit);
+  } catch {
+    return acceptFor(rt, await cache.fresh(rt, publicId), event, admit);
+  }
+}
+
+async function acceptFor(rt: Runtime, target: IngestTarget | null, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const runAt = admit(target);
   const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
@@ -62,7 +77,7 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
     await storeEvent(
       rt,
       rt.db.pool,
-      { ...event, id: eventId, projectId: target.projectId, webhookId: target.webhookId, payloadExpiresAt },
+      { ...event, id: eventId, projectId: target.projectId, webhookId: target.webhookId, payloadExpiresAt, configVersion: target.configVersion },
       { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides } },
       delivery,
     );

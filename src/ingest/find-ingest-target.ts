@@ -2,9 +2,13 @@ import type pg from 'pg';
 import type { DestinationSnapshot } from '../destinations/config.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 
-/** Everything ingest needs about a webhook, read fresh on every request. */
+/** Everything ingest needs about a webhook (cached per process: see ingest-target-cache.ts). */
 export interface IngestTarget {
   webhookId: string;
+  /** webhooks.config_version when read: the event is stored only while it is still this. */
+  configVersion: number;
+  /** When the first of ingestSecrets expires (a rotation's grace period), if any: the read is good until then. */
+  secretsExpireAt: Date | null;
   projectId: string;
   status: 'active' | 'paused' | 'archived';
   deliveryMode: 'parallel' | 'strict_fifo';
@@ -29,11 +33,13 @@ export async function findIngestTarget(db: pg.Pool | pg.PoolClient, publicId: st
   const { rows } = await db.query({
     name: 'find_ingest_target',
     text: `
-SELECT w.id, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides,
+SELECT w.id, w.config_version, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides,
        p.tier, p.custom_quotas, p.overage_enabled,
        ARRAY(SELECT s.secret_enc FROM webhook_secrets s
               WHERE s.webhook_id = w.id AND s.kind = 'ingest' AND (s.expires_at IS NULL OR s.expires_at > now())
               ORDER BY s.version DESC) AS ingest_secrets,
+       (SELECT min(s.expires_at) FROM webhook_secrets s
+         WHERE s.webhook_id = w.id AND s.kind = 'ingest' AND s.expires_at > now()) AS secrets_expire_at,
        (SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'type', d.type, 'config', d.config, 'isDefault', d.is_default)), '[]')
           FROM destinations d
          WHERE d.webhook_id = w.id
@@ -47,6 +53,8 @@ SELECT w.id, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w
   if (!r) return null;
   return {
     webhookId: r.id,
+    configVersion: r.config_version,
+    secretsExpireAt: r.secrets_expire_at,
     projectId: r.project_id,
     status: r.status,
     deliveryMode: r.delivery_mode,

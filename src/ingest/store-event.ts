@@ -12,14 +12,27 @@ export interface NewEvent extends InboundEvent {
   projectId: string;
   webhookId: string;
   payloadExpiresAt: Date | null;
+  /** The webhook's config_version the caller decided on: the event is stored only while it still is (null: any). */
+  configVersion: number | null;
+}
+
+/** The webhook changed since the lookup the caller decided on (config_version): nothing was stored. */
+export class StaleIngestTarget extends Error {
+  constructor() {
+    super('the webhook changed since it was read');
+  }
 }
 
 const COLUMNS = 'id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size, payload_expires_at';
-const EVENT_PARAMS = 12;
-const params = (first: number, n = EVENT_PARAMS) => Array.from({ length: n }, (_, i) => `$${first + i}`).join(', ');
-// The event row is written only while the webhook is still active, so a pause or archive
-// committed since the lookup wins without another round trip.
-const webhookActive = (first: number) => `EXISTS (SELECT 1 FROM webhooks WHERE id = $${first + 2} AND status = 'active')`;
+const COLUMN_COUNT = 12;
+/** The columns' values, then the webhook's config_version the caller read. */
+const EVENT_PARAMS = COLUMN_COUNT + 1;
+const params = (first: number, n = COLUMN_COUNT) => Array.from({ length: n }, (_, i) => `$${first + i}`).join(', ');
+// The event row is written only while the webhook is still active, and still as the caller read
+// it, so a change committed since the lookup (a pause, a new secret, a routing rule) wins
+// without another round trip.
+const webhookActive = (first: number) =>
+  `EXISTS (SELECT 1 FROM webhooks WHERE id = $${first + 2} AND status = 'active' AND ($${first + COLUMN_COUNT}::int IS NULL OR config_version = $${first + COLUMN_COUNT}::int))`;
 
 /** The event's delivery, written by the same statement (ingest): routed destination and first run time. */
 export interface IngestDelivery {
@@ -77,7 +90,7 @@ const INSERT_EVENT_WITHIN_RATE = { name: 'ingest_insert_event_within_rate', text
 const INSERT_EVENT_AND_DELIVERY_WITHIN_RATE = { name: 'ingest_insert_event_and_delivery_within_rate', text: withinQuotas(true, false) };
 
 function eventValues(e: NewEvent): unknown[] {
-  return [e.id, e.projectId, e.webhookId, e.channel, e.method, e.path, JSON.stringify(e.query), JSON.stringify(e.headers), e.contentType, e.body, e.body.length, e.payloadExpiresAt];
+  return [e.id, e.projectId, e.webhookId, e.channel, e.method, e.path, JSON.stringify(e.query), JSON.stringify(e.headers), e.contentType, e.body, e.body.length, e.payloadExpiresAt, e.configVersion];
 }
 
 function deliveryValues(d: IngestDelivery): unknown[] {
@@ -117,7 +130,7 @@ export async function storeEvent(
   const run = async (client: pg.Pool | pg.PoolClient) => {
     const { rows } = await client.query<IngestQuotaRow & { stored: boolean }>({ ...statement, values });
     check?.enforce(rows[0]);
-    if (!rows[0].stored) throw await stateNow(client, event.webhookId);
+    if (!rows[0].stored) throw await stateNow(client, event.webhookId, event.configVersion);
   };
   if (!check?.exact) return run(db);
   if (isPoolClient(db)) {
@@ -134,8 +147,10 @@ function isPoolClient(db: pg.Pool | pg.PoolClient): db is pg.PoolClient {
   return typeof (db as pg.PoolClient).release === 'function';
 }
 
-/** Why a webhook that was active at lookup no longer takes events. */
-async function stateNow(db: pg.Pool | pg.PoolClient, webhookId: string): Promise<Error> {
-  const { rows } = await db.query<{ status: string }>('SELECT status FROM webhooks WHERE id = $1', [webhookId]);
-  return rows[0]?.status === 'paused' ? new WebhookPaused() : new NotFound('webhook');
+/** Why a webhook that was active at lookup no longer takes events as read. */
+async function stateNow(db: pg.Pool | pg.PoolClient, webhookId: string, configVersion: number | null): Promise<Error> {
+  const { rows } = await db.query<{ status: string; config_version: number }>('SELECT status, config_version FROM webhooks WHERE id = $1', [webhookId]);
+  const now = rows[0];
+  if (now && configVersion !== null && now.config_version !== configVersion) return new StaleIngestTarget();
+  return now?.status === 'paused' ? new WebhookPaused() : new NotFound('webhook');
 }

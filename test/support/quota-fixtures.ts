@@ -29,7 +29,7 @@ export async function simulateIngest(rt: Runtime, projectId: string, webhookId: 
     await storeEvent(
       rt,
       client,
-      { id: eventId, projectId, webhookId, channel: 'http', method: 'POST', path: null, query: {}, headers: {}, contentType: 'application/json', body, payloadExpiresAt: null },
+      { id: eventId, projectId, webhookId, channel: 'http', method: 'POST', path: null, query: {}, headers: {}, contentType: 'application/json', body, payloadExpiresAt: null, configVersion: null },
       { project, webhook },
     );
     const delivery = await insertDelivery(client, { projectId, webhookId, eventId, destinationId: null, destination: { type: 'webhook', url: 'http://127.0.0.1:9/' } });
