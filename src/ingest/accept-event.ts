@@ -1,11 +1,11 @@
-import { NotFound } from '../errors.ts';
+import { InvalidState, NotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
-import { storeEvent } from './store-event.ts';
+import { StaleIngestTarget, storeEvent } from './store-event.ts';
 
 /** An inbound event as a channel (HTTP, form, email, schedule) received it. */
 export interface InboundEvent {
@@ -50,17 +50,24 @@ export type Admission = (target: IngestTarget) => Date | null;
  * commit. The happy path is that one round trip (two when the lookup is read).
  *
  * A kept lookup may be out of date: a request it refuses (or that the statement finds out of
- * date) is decided again, once, on a fresh lookup. Nothing was stored by the first try.
+ * date) is decided again on a fresh lookup, as is one whose webhook changed during the request.
+ * A try that fails stores nothing.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
-  const { target, kept } = await cache.get(rt, publicId);
-  if (!kept) return acceptFor(rt, target, event, admit);
-  try {
-    return await acceptFor(rt, target, event, admit);
-  } catch {
-    return acceptFor(rt, await cache.fresh(rt, publicId), event, admit);
+  let { target, kept } = await cache.get(rt, publicId);
+  for (let tries = 1; ; tries++) {
+    try {
+      return await acceptFor(rt, target, event, admit);
+    } catch (err) {
+      // A fresh lookup goes out of date only when the webhook changes during the request.
+      const stale = err instanceof StaleIngestTarget;
+      if (!kept && !stale) throw err;
+      if (tries >= 3) throw stale ? new InvalidState('the webhook kept changing during the request; send it again') : err;
+      target = await cache.fresh(rt, publicId);
+      kept = false;
+    }
   }
 }
 
