@@ -13,6 +13,7 @@ import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type
 import { signingHeaders } from './signing.ts';
 import { applyTransform } from '../webhooks/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
+import { JobTableVacuum } from './job-table-vacuum.ts';
 
 const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
 const MAX_RETRY_AFTER_MS = 3_600_000;
@@ -25,11 +26,12 @@ export interface DeliveryEngine {
   senders: DestinationSenders;
   /** The drains running on this runner, by webhook (see attemptDelivery). */
   drains: Map<string, Drain>;
+  jobTable: JobTableVacuum;
 }
 
 export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): DeliveryEngine {
   const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
-  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders };
+  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
@@ -86,6 +88,8 @@ class Drain {
  * Strict FIFO and throttled webhooks: this delivery alone, in order and pace.
  */
 export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string, webhookId?: string, signal?: AbortSignal): Promise<void> {
+  // This job's row is deleted once it finished.
+  engine.jobTable.noteDeleted(1);
   const running = webhookId ? engine.drains.get(webhookId) : undefined;
   if (running) return running.join(deliveryId);
   const db = engine.rt.db.relaxedPool;
@@ -131,6 +135,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
           engine.drains.set(batch.webhookId, drain);
         }
         drained = batch.webhookId;
+        engine.jobTable.noteDeleted(batch.jobsDeleted);
         for (const id of batch.lost) track(attemptOne(engine, id));
         for (const n of batch.notDue) await requeueJob(db, n.id, n.at);
         // Sent while their `delivering` notifications go out; each result waits for those, so

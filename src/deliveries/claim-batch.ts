@@ -27,6 +27,8 @@ export type BatchClaimOutcome =
       notDue: { id: string; at: Date }[];
       /** The webhook's free in-flight slots before this claim. */
       freeSlots: number;
+      /** Jobs of claimed deliveries deleted before they ran. */
+      jobsDeleted: number;
     }
   /** The webhook is strict FIFO or throttled: one delivery at a time. */
   | { kind: 'single' }
@@ -117,8 +119,9 @@ WITH w AS (
 ), gone AS (
   DELETE FROM graphile_worker._private_jobs j
    WHERE j.key IN (SELECT 'del:' || id FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
+  RETURNING 1
 )
-SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0) AS free_slots, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
+SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0) AS free_slots, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
        w.custom_headers, w.throttle_rate_per_second, w.transform, w.batchable,
        (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) AS lost_ids,
        (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
@@ -151,7 +154,7 @@ SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0)
   const claims: ClaimedDelivery[] = [];
   for (const d of rows) {
     if (!d.id) continue;
-    const { payload, has_dispatch, payload_content_type, event_headers, batch_webhook_id: _w, free_slots: _f, webhook_status: _s, delivery_mode: _m,
+    const { payload, has_dispatch, payload_content_type, event_headers, jobs_deleted: _j, batch_webhook_id: _w, free_slots: _f, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
       not_due: _n, signing_secrets: _g, ...row } = d;
     claims.push({
@@ -173,6 +176,7 @@ SELECT c.*, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0)
     claims,
     lost: first.lost_ids ?? [],
     freeSlots: first.free_slots,
+    jobsDeleted: first.jobs_deleted ?? 0,
     notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
   };
 }
