@@ -32,6 +32,16 @@ afterAll(async () => {
   await app?.stop();
 });
 
+/** An inbound HTTP event for storeEvent. */
+function newEvent(projectId: string, webhookId: string, body = '{}') {
+  return { id: newId('evt'), projectId, webhookId, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null, configVersion: null };
+}
+
+/** A queued delivery to an unreachable loopback port (nothing runs it here). */
+function newDelivery() {
+  return { id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null };
+}
+
 /** Runs storeEvent `n` times on one connection, each in a transaction rolled back, counting the statements it sends. */
 async function storeOnOneConnection(projectId: string, webhookId: string, n: number) {
   const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
@@ -113,10 +123,8 @@ describe('ingest quota statement', () => {
     await setProjectQuota(app.rt, projectId, 'backlog_depth', '3');
     const wh = await createWebhookRow(app.rt, projectId);
     const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
-    const event = () => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('{}'), payloadExpiresAt: null, configVersion: null });
-    const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
-    for (let i = 0; i < 3; i++) await storeEvent(app.rt, app.rt.db.pool, event(), { project, webhook: wh }, delivery());
-    const err = await rejection(storeEvent(app.rt, app.rt.db.pool, event(), { project, webhook: wh }, delivery()));
+    for (let i = 0; i < 3; i++) await storeEvent(app.rt, app.rt.db.pool, newEvent(projectId, wh.id), { project, webhook: wh }, newDelivery());
+    const err = await rejection(storeEvent(app.rt, app.rt.db.pool, newEvent(projectId, wh.id), { project, webhook: wh }, newDelivery()));
     expect(err.details).toMatchObject({ quota: 'backlog_depth', scope: 'project', limit: 3, current: 3 });
   });
 
@@ -140,7 +148,7 @@ describe('ingest quota statement', () => {
         storeEvent(
           app.rt,
           client,
-          { id: newId('evt'), projectId, webhookId: wh.id, channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from('ab'), payloadExpiresAt: null, configVersion: null },
+          newEvent(projectId, wh.id, 'ab'),
           { project, webhook: wh },
         ),
       );
@@ -161,8 +169,8 @@ describe('ingest quota statement', () => {
     await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
     const wh = await createWebhookRow(app.rt, projectId);
     const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
-    const event = (body: string) => ({ id: newId('evt'), projectId, webhookId: wh.id, channel: 'http' as const, method: 'POST', path: '/', query: {}, headers: {}, contentType: null, body: Buffer.from(body), payloadExpiresAt: null, configVersion: null });
-    const delivery = () => ({ id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null });
+    const event = (body: string) => newEvent(projectId, wh.id, body);
+    const delivery = newDelivery;
     const count = async () => {
       const { rows } = await app.rt.db.pool.query(
         `SELECT (SELECT count(*)::int FROM events WHERE webhook_id = $1) AS events, (SELECT count(*)::int FROM deliveries WHERE webhook_id = $1) AS deliveries,

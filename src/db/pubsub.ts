@@ -9,7 +9,7 @@ type Listener = (payload: unknown) => void;
 
 const TOPIC_PREFIX = '{"t":"';
 /** The topic of a payload as publishers write it (topic first, no escapes in it); undefined when it cannot be read off. */
-export function leadingTopic(raw: string): string | undefined {
+function leadingTopic(raw: string): string | undefined {
   if (!raw.startsWith(TOPIC_PREFIX)) return undefined;
   const end = raw.indexOf('"', TOPIC_PREFIX.length);
   if (end < 0) return undefined;

@@ -17,23 +17,20 @@ export class JobTableVacuum {
   private deleted = 0;
   private last = 0;
   private running = false;
-  private disabled = false;
 
   constructor(private readonly db: pg.Pool) {}
 
   noteDeleted(n: number): void {
     this.deleted += n;
-    if (this.disabled || this.running || this.deleted < DELETED_JOBS_PER_VACUUM || Date.now() - this.last < MIN_INTERVAL_MS) return;
+    if (this.running || this.deleted < DELETED_JOBS_PER_VACUUM || Date.now() - this.last < MIN_INTERVAL_MS) return;
     this.deleted = 0;
     this.last = Date.now();
     this.running = true;
     this.db
       .query('VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, ANALYZE) graphile_worker._private_jobs')
-      .catch((err: { code?: string }) => {
-        // Not the table's owner (42501): leave it to autovacuum.
-        if (err.code === '42501') this.disabled = true;
-        log.warn({ err }, 'could not vacuum the job table');
-      })
+      // A role that does not own the table gets a warning from PostgreSQL and nothing is done:
+      // autovacuum stays in charge.
+      .catch((err) => log.warn({ err }, 'could not vacuum the job table'))
       .finally(() => {
         this.running = false;
       });
