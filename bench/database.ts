@@ -53,7 +53,7 @@ export async function provisionDatabase(serverUrl: string | undefined, workDir: 
       // Not created beforehand: startEmbeddedPostgres initialises the cluster when the directory is new.
       dataDir = path.join(workDir.path, 'pg');
       const started = Date.now();
-      const embedded = await startEmbeddedPostgres(dataDir);
+      const embedded = await startEmbeddedPostgres(dataDir, { exclusive: true });
       stopEmbedded = () => embedded.stop();
       adminUrl = embedded.url;
       log(`embedded PostgreSQL on 127.0.0.1:${embedded.port} (${Date.now() - started} ms)`);

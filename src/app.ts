@@ -1,4 +1,5 @@
-import { makeWorkerUtils, run, type Runner } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { makeWorkerUtils, run, type Runner, type WorkerEvents } from 'graphile-worker';
 import { createTaskList } from '../jobs/index.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
@@ -38,7 +39,9 @@ export interface App {
 /** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
 export async function startApp(opts: AppOptions): Promise<App> {
   const { config } = opts;
-  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE);
+  // A runner holds up to WORKER_CONCURRENCY connections of the relaxed pool, plus the drain's claims and the sweeper.
+  const relaxedPoolSize = opts.worker !== false ? Math.max(config.DATABASE_POOL_SIZE, config.WORKER_CONCURRENCY + 4) : config.DATABASE_POOL_SIZE;
+  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE, relaxedPoolSize);
   const pubsub = new PgPubSub(opts.databaseUrl, db.pool);
   const workerUtils = await makeWorkerUtils({ pgPool: db.pool, logger: quietLogger });
   const rt: Runtime = { config, db, pubsub, workerUtils, runners: new JobRunnerNudge(db.relaxedPool) };
@@ -60,31 +63,57 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.worker !== false) {
     outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
     engine = createDeliveryEngine(rt, outbound);
-    runner = await run({
-      pgPool: db.relaxedPool,
-      concurrency: config.WORKER_CONCURRENCY,
-      taskList: createTaskList(rt, engine),
-      noHandleSignals: true,
-      logger: workerLogger(log),
-      // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
-      preset: {
-        worker: {
-          pollInterval: config.WORKER_POLL_INTERVAL_MS,
-          localQueue: { size: config.WORKER_CONCURRENCY },
-          completeJobBatchDelay: config.WORKER_COMPLETE_BATCH_MS,
+    const taskList = createTaskList(rt, engine);
+    const startRunner = async () => {
+      let poolId: string | undefined;
+      const events: WorkerEvents = new EventEmitter();
+      events.on('pool:create', ({ workerPool }) => (poolId = workerPool.id));
+      const started = await run({
+        pgPool: db.relaxedPool,
+        events,
+        concurrency: config.WORKER_CONCURRENCY,
+        taskList,
+        noHandleSignals: true,
+        logger: workerLogger(log),
+        // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
+        preset: {
+          worker: {
+            pollInterval: config.WORKER_POLL_INTERVAL_MS,
+            localQueue: { size: config.WORKER_CONCURRENCY },
+            completeJobBatchDelay: config.WORKER_COMPLETE_BATCH_MS,
+          },
         },
-      },
-    });
-    // graphile-worker stops its pool for good after repeated failures to complete jobs (a long
-    // database outage): a process whose runner is gone must not live on as if it ran jobs.
-    const started = runner;
-    void started.promise
-      .then(() => null, (err: unknown) => err)
-      .then((err) => {
-        if (stopRequested) return;
-        log.fatal({ err }, 'the job runner stopped on its own; exiting so that the supervisor restarts this process');
-        process.exit(1);
       });
+      superviseRunner(started, () => poolId);
+      return started;
+    };
+    // graphile-worker stops its pool for good when a statement of its own bookkeeping fails
+    // (completing a batch of jobs while the database restarts, or a deadlock with a retry being
+    // scheduled). The runner is started again once the database answers; the dead pool's jobs are
+    // unlocked first (they would otherwise wait hours), and a job that runs twice finds its
+    // delivery's state in the row.
+    const superviseRunner = (current: Runner, poolId: () => string | undefined) => {
+      void current.promise
+        .then(() => null, (err: unknown) => err)
+        .then(async (err) => {
+          if (stopRequested) return;
+          log.warn({ err: err instanceof Error ? err.message : err }, 'the job runner stopped on its own; starting a new one once the database answers');
+          for (let delay = 100; !stopRequested; delay = Math.min(delay * 2, 2_000)) {
+            try {
+              await db.relaxedPool.query('SELECT 1');
+              const dead = poolId();
+              if (dead) await workerUtils.forceUnlockWorkers([dead]);
+              if (stopRequested) return;
+              runner = await startRunner();
+              log.info('job runner started again');
+              return;
+            } catch {
+              await new Promise((r) => setTimeout(r, delay));
+            }
+          }
+        });
+    };
+    runner = await startRunner();
     sweeper = startDeliverySweeper(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
   }
@@ -93,7 +122,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   return {
     rt,
     http,
-    runner,
+    get runner() {
+      return runner;
+    },
     stop() {
       stopRequested = true;
       stopping ??= (async () => {

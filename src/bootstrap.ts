@@ -1,27 +1,53 @@
 import path from 'node:path';
 import { config } from './config.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
+import { EmbeddedDatabaseError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { log } from './log.ts';
 
-/** DATABASE_URL, or an embedded PostgreSQL under DATA_DIR/pg (created and started here). */
-export async function resolveDatabase(opts: { allowEmbedded: boolean }): Promise<{ url: string; embedded?: EmbeddedDatabase }> {
+/**
+ * DATABASE_URL, or the embedded PostgreSQL under DATA_DIR/pg: the cluster already running there
+ * (another process of this project started it), or one started here. With `keepUp`, a cluster
+ * that dies is started again; when that fails the process exits 1 (a supervisor restarts it)
+ * rather than answering 503 forever. A directory that cannot be used is one line and exit 1.
+ */
+export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: boolean }): Promise<{ url: string; embedded?: EmbeddedDatabase }> {
   if (config.DATABASE_URL) return { url: config.DATABASE_URL };
   if (!opts.allowEmbedded) {
     log.fatal('DATABASE_URL is required for this process (split processes share one PostgreSQL)');
     process.exit(1);
   }
   const started = Date.now();
-  const embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'pg'), {
-    onLog: (m) => log.debug({ postgres: m.trim() }),
-  });
+  const dir = path.join(config.dataDir, 'pg');
+  let embedded: EmbeddedDatabase;
+  try {
+    embedded = await startEmbeddedPostgres(dir, {
+      onLog: (m) => log.debug({ postgres: m.trim() }),
+      onMove: (to) => log.warn({ asked: dir, dir: to }, 'the postgres user cannot reach the data directory (root, private parent directory): the embedded PostgreSQL lives here instead'),
+      watch: opts.keepUp
+        ? {
+            onRestart: () => log.warn({ dir }, 'the embedded PostgreSQL stopped unexpectedly and was started again'),
+            onLost: (err) => {
+              log.fatal({ err: err.message }, 'the embedded PostgreSQL stopped and could not be started again; exiting');
+              process.stderr.write(`error: ${err.message}\n`);
+              process.exit(1);
+            },
+          }
+        : undefined,
+    });
+  } catch (err) {
+    if (!(err instanceof EmbeddedDatabaseError)) throw err;
+    process.stderr.write(`error: ${err.message}\n`);
+    process.exit(1);
+  }
   const url = embedded.url.replace(/\/postgres$/, '/app');
   const admin = new (await import('pg')).default.Client({ connectionString: embedded.url });
   await admin.connect();
-  const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = 'app'`);
-  if (exists.rowCount === 0) await admin.query('CREATE DATABASE app');
+  // Two processes starting on a new directory at once: the second CREATE finds the first's database.
+  await admin.query('CREATE DATABASE app').catch((e: { code?: string }) => {
+    if (e.code !== '42P04' && e.code !== '23505') throw e;
+  });
   await admin.end();
-  log.info({ dir: path.join(config.dataDir, 'pg'), port: embedded.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
+  log.info({ dir: embedded.dataDir, port: embedded.port, owner: embedded.owns(), ms: Date.now() - started }, embedded.owns() ? 'embedded PostgreSQL started' : 'embedded PostgreSQL already running: sharing it');
   return { url, embedded };
 }
 
@@ -73,6 +99,7 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
     await starting;
   } catch (err) {
     log.fatal({ err }, 'start-up failed');
+    process.stderr.write(`error: start-up failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}\n`);
     await exit(1);
   }
 }

@@ -106,6 +106,38 @@ export class QuotaExceeded extends DomainError {
   }
 }
 
+export class Unavailable extends DomainError {
+  constructor(retryAfterSec = 2) {
+    super(503, 'unavailable', 'The database cannot be reached; try again shortly.', {}, { 'retry-after': String(retryAfterSec) });
+  }
+}
+
+// What a database that is restarting, down or unreachable looks like through pg, Prisma's pg
+// adapter and graphile-worker: connection errors by errno, PostgreSQL's connection-exception
+// class (08), shutdown and start-up states (57P01-57P03), and the messages pg gives a client whose
+// connection broke mid-query.
+const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006', '08007', '08P01']);
+const UNAVAILABLE_PRISMA = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+const UNAVAILABLE_ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'DatabaseDoesNotExist']);
+const UNAVAILABLE_MESSAGE = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable|the database system is (starting up|shutting down|in recovery mode)|terminating connection due to administrator command|Can't reach database server|server closed the connection unexpectedly/i;
+
+/** Whether `err` (or what it wraps) says the database cannot be reached right now. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let e = err as { code?: unknown; kind?: unknown; message?: unknown; cause?: unknown; originalError?: unknown; errors?: unknown } | undefined;
+  for (let i = 0; e && typeof e === 'object' && i < 8; i++) {
+    if (e instanceof DomainError) return false;
+    const code = typeof e.code === 'string' ? e.code : undefined;
+    if (code && (UNREACHABLE_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_PRISMA.has(code))) return true;
+    if (typeof e.kind === 'string' && UNAVAILABLE_ADAPTER_KINDS.has(e.kind)) return true;
+    if (typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message)) return true;
+    // AggregateError (a connection attempt to several addresses) carries its causes in `errors`.
+    if (Array.isArray(e.errors) && e.errors.some((x) => isDatabaseUnavailable(x))) return true;
+    e = (e.originalError ?? e.cause) as typeof e;
+  }
+  return false;
+}
+
 export class Internal extends DomainError {
   constructor() {
     super(500, 'internal', 'Internal server error.');
@@ -124,7 +156,7 @@ export function domainErrorOf(err: unknown): DomainError | undefined {
 
 /** The error as the contract's body and status, for REST answers. */
 export function toHttpError(err: unknown): { status: number; body: unknown; headers: Record<string, string> } {
-  const d = domainErrorOf(err);
+  const d = domainErrorOf(err) ?? (isDatabaseUnavailable(err) ? new Unavailable() : undefined);
   if (d) return { status: d.status, body: d.toBody(), headers: d.headers };
   if (err instanceof GraphQLError) {
     const ext = err.extensions as any;

@@ -7,7 +7,7 @@ import { connectDatabase } from './db/client.ts';
 import { log } from './log.ts';
 import { ensureDefaultProject } from './projects/service.ts';
 
-const { url, embedded } = await resolveDatabase({ allowEmbedded: true });
+const { url, embedded } = await resolveDatabase({ allowEmbedded: true, keepUp: true });
 await serveUntilSignal(
   async () => {
     await migrateDatabase(url);

@@ -26,13 +26,17 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function connectDatabase(url: string, poolSize = 20): Database {
+/**
+ * `relaxedPoolSize`: the relaxed pool also carries a job runner's own bookkeeping, so a process
+ * that runs one sizes it to the runner's concurrency (graphile-worker warns below that).
+ */
+export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = poolSize): Database {
   // Timestamps are stored as UTC wall time (Prisma's `timestamp(3)`); every session speaks UTC.
   const pool = new pg.Pool({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' });
   // Connection errors surface on the next query; these handlers keep them from crashing the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const relaxedPool = new pg.Pool({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC -c synchronous_commit=off' });
+  const relaxedPool = new pg.Pool({ connectionString: url, max: relaxedPoolSize, options: '-c TimeZone=UTC -c synchronous_commit=off' });
   relaxedPool.on('error', () => {});
   relaxedPool.on('connect', (client) => client.on('error', () => {}));
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' }) });

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import qs from 'qs';
 import { InvalidRequest, PayloadTooLarge } from '../errors.ts';
+import { decodeUtf8 } from '../validation.ts';
 
 /** Reads the whole body, refusing (413) as soon as it passes `limit` bytes, before buffering more. */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -30,7 +31,7 @@ export function mediaType(contentType: string | undefined): string {
 export function parseStructuredBody(raw: Buffer, contentType: string | undefined): Record<string, unknown> {
   if (raw.length === 0) return {};
   const type = mediaType(contentType);
-  const text = raw.toString('utf8');
+  const text = decodeUtf8(raw);
   if (type === 'application/x-www-form-urlencoded') {
     return qs.parse(text, { depth: 10, arrayLimit: 1000, parameterLimit: 10_000, allowDots: false }) as Record<string, unknown>;
   }

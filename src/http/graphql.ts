@@ -1,10 +1,11 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, visit, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { createYoga } from 'graphql-yoga';
+import { createYoga, type Plugin } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
-import { domainErrorOf, toGraphQLError, Unauthorized } from '../errors.ts';
+import { domainErrorOf, InvalidRequest, isDatabaseUnavailable, toGraphQLError, Unauthorized, Unavailable } from '../errors.ts';
+import { assertStorable } from '../validation.ts';
 import type { Auth, GraphQLContext } from '../graphql/builder.ts';
 import { log } from '../log.ts';
 import { authenticate } from '../projects/service.ts';
@@ -21,11 +22,41 @@ function unauthorizedError(err: Unauthorized) {
 
 /** Domain errors keep their code; anything unexpected is logged and answered as `internal`. */
 function maskError(error: unknown, message: string): Error {
-  const d = domainErrorOf(error);
+  const d = domainErrorOf(error) ?? (isDatabaseUnavailable(error) ? new Unavailable() : undefined);
   if (d) return toGraphQLError(d, error instanceof GraphQLError ? error : undefined);
   if (error instanceof GraphQLError && !error.originalError) return error;
   log.error({ err: (error as any)?.originalError ?? error }, 'graphql resolver failed');
   return new GraphQLError(message, { extensions: { code: 'internal', http: { status: 500 } } });
+}
+
+/** The first string of the document or its variables that cannot be stored, as a 400 (see assertStorable). */
+function unstorableInput(document: DocumentNode, variables: unknown): InvalidRequest | undefined {
+  try {
+    assertStorable(variables ?? {}, 'variables');
+    visit(document, {
+      StringValue(node) {
+        assertStorable(node.value, 'query');
+      },
+    });
+  } catch (err) {
+    if (err instanceof InvalidRequest) return err;
+    throw err;
+  }
+  return undefined;
+}
+
+/** Refuses, before execution, arguments that PostgreSQL cannot hold (NUL, unpaired surrogates). */
+function useStorableInput(): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const bad = unstorableInput(args.document, args.variableValues);
+      if (bad) setResultAndStopExecution({ errors: [toGraphQLError(bad)] });
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const bad = unstorableInput(args.document, args.variableValues);
+      if (bad) setResultAndStopExecution({ errors: [toGraphQLError(bad)] });
+    },
+  };
 }
 
 /** GraphQL over HTTP (yoga, with SSE subscriptions) and over WebSocket (graphql-ws) on the same path. */
@@ -37,6 +68,7 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
     landingPage: false,
     batching: { limit: 10 },
     plugins: [
+      useStorableInput(),
       EnvelopArmorPlugin({
         maxDepth: { n: 15 },
         maxAliases: { n: 200 },

@@ -8,10 +8,16 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** A 503 (the database is away) is expected during an outage: one line, not a stack per request. */
+export function logServerError(status: number, err: unknown, msg: string) {
+  if (status === 503) log.warn({ err: err instanceof Error ? err.message.trim().split('\n').pop() : String(err) }, `${msg}: database unavailable`);
+  else if (status >= 500) log.error({ err }, msg);
+}
+
 /** Answers with the contract's error body; unexpected errors are logged and become a bare 500. */
 export function sendError(res: ServerResponse, err: unknown) {
   const { status, body, headers } = toHttpError(err);
-  if (status >= 500) log.error({ err }, 'request failed');
+  logServerError(status, err, 'request failed');
   if (res.headersSent) {
     res.destroy();
     return;

@@ -10,10 +10,11 @@ import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { log } from '../log.ts';
 import { parseStructuredBody, readBody } from './body.ts';
-import { sendError, sendFetchText, sendJson } from './respond.ts';
+import { logServerError, sendError, sendFetchText, sendJson } from './respond.ts';
 import { REST_ROUTES, type RestRoute } from './routes.ts';
 import { createCompiledExecute } from './rest-execution.ts';
 import { coerceArgs } from './validate-args.ts';
+import { assertStorable } from '../validation.ts';
 
 const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
 
@@ -92,7 +93,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     execute: (args: Parameters<typeof executeCompiled>[0]) => executeCompiled({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
-      if (status >= 500) log.error({ err: (errors[0] as any)?.originalError ?? errors[0] }, 'REST request failed');
+      logServerError(status, (errors[0] as any)?.originalError ?? errors[0], 'REST request failed');
       return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
     },
     openAPI: { info: { title: 'Service REST API', version: '1.0.0', description: 'Generated from the GraphQL schema by SOFA.' } },
@@ -174,6 +175,9 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       } else {
         req.resume();
       }
+      assertStorable(params, '');
+      assertStorable(query, '');
+      assertStorable(body, '');
       // Path parameters win over query and body, as in SOFA.
       const variables = coerceArgs(r.gqlField.args, { ...body, ...query, ...params }, Object.keys(body));
       // SOFA routes the path and runs its operation; the arguments reach execution through the

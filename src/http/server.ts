@@ -44,7 +44,7 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
           await rt.db.pool.query('SELECT 1');
           return sendJson(res, 200, { status: 'ready' });
         } catch {
-          return sendJson(res, 503, { error: { code: 'unavailable', message: 'The database is not reachable.' } });
+          return sendJson(res, 503, { error: { code: 'unavailable', message: 'The database is not reachable.' } }, { 'retry-after': '2' });
         }
       }
       if (path === '/graphql') return await gql.handleGraphQL(req, res, url);
@@ -62,7 +62,9 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
   const ws = gql.attachWebSocket(server);
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`port ${opts.port} is already in use on ${opts.host ?? '0.0.0.0'} (another server running here? set PORT)`) : err),
+    );
     server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

@@ -3,6 +3,7 @@ import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
+import { assertStorable } from '../validation.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
 import { StaleIngestTarget, storeEvent } from './store-event.ts';
@@ -74,6 +75,8 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
 async function acceptFor(rt: Runtime, target: IngestTarget | null, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const runAt = admit(target);
+  // What the event row keeps as text and jsonb (the body is kept as bytes).
+  assertStorable({ path: event.path, query: event.query, headers: event.headers, contentType: event.contentType }, '');
   const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
   const eventId = newId('evt');
   const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);

@@ -24,7 +24,7 @@ export async function setup(project: TestProject) {
   if (!serverUrl) {
     dir = await mkdtemp(path.join(os.tmpdir(), 'test-pg-'));
     await chmod(dir, 0o755);
-    embedded = await startEmbeddedPostgres(path.join(dir, 'data'));
+    embedded = await startEmbeddedPostgres(path.join(dir, 'data'), { exclusive: true });
     serverUrl = embedded.url;
   }
   const admin = new pg.Client({ connectionString: serverUrl });
