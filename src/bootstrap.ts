@@ -2,6 +2,7 @@ import path from 'node:path';
 import { config } from './config.ts';
 import { EmbeddedDatabaseError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { isDatabaseUnavailable } from './errors.ts';
 import { log } from './log.ts';
 
 /**
@@ -51,9 +52,20 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
   return { url, embedded };
 }
 
+/** Migrates, first waiting for a database that cannot be reached yet (restarting, or starting beside this process). */
 export async function migrateDatabase(url: string) {
   const started = Date.now();
-  const applied = await migrate(url);
+  let applied: string[];
+  for (let delay = 200; ; delay = Math.min(delay * 2, 2_000)) {
+    try {
+      applied = await migrate(url);
+      break;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      log.warn({ err: (err as Error).message }, 'the database cannot be reached yet; trying again');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
   log.info({ applied, ms: Date.now() - started }, 'migrations up to date');
 }
 
