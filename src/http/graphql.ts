@@ -25,6 +25,10 @@ function maskError(error: unknown, message: string): Error {
   const d = domainErrorOf(error) ?? (isDatabaseUnavailable(error) ? new Unavailable() : undefined);
   if (d) return toGraphQLError(d, error instanceof GraphQLError ? error : undefined);
   if (error instanceof GraphQLError && !error.originalError) return error;
+  // Variable coercion (before execution: no path) wraps the scalar's own GraphQLError: the caller's mistake.
+  if (error instanceof GraphQLError && !error.path && error.originalError instanceof GraphQLError) {
+    return new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'invalid_request', http: { status: 400 } } });
+  }
   log.error({ err: (error as any)?.originalError ?? error }, 'graphql resolver failed');
   return new GraphQLError(message, { extensions: { code: 'internal', http: { status: 500 } } });
 }
