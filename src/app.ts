@@ -81,6 +81,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
             pollInterval: config.WORKER_POLL_INTERVAL_MS,
             localQueue: { size: config.WORKER_CONCURRENCY },
             completeJobBatchDelay: config.WORKER_COMPLETE_BATCH_MS,
+            // Batched, a failure to record a failed job stops the pool (and superviseRunner starts
+            // a new one); unbatched, graphile-worker leaves its rejection unhandled, which would end
+            // the process when the database is away.
+            failJobBatchDelay: Math.max(0, config.WORKER_COMPLETE_BATCH_MS),
           },
         },
       });

@@ -106,6 +106,18 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  // A library call left unawaited (graphile-worker releasing a job on its own connection) fails
+  // while the database is away: that is the outage, already answered 503 and retried, not a
+  // reason to end the process. Anything else still ends it, as Node would.
+  process.on('unhandledRejection', (reason) => {
+    if (isDatabaseUnavailable(reason)) {
+      log.warn({ err: reason instanceof Error ? reason.message : String(reason) }, 'a database call failed while the database is unavailable');
+      return;
+    }
+    log.fatal({ err: reason }, 'unhandled rejection');
+    process.stderr.write(`error: unhandled rejection: ${reason instanceof Error ? reason.message : String(reason)}\n`);
+    void exit(1);
+  });
   starting = (async () => start())();
   try {
     await starting;

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { isDatabaseUnavailable } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { ATTEMPT_TASK } from './enqueue.ts';
 import { deliveryView } from './dto.ts';
@@ -142,6 +143,8 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
   return ok;
 }
 
+const RECORD_RETRY_MS = 30_000;
+
 /**
  * Gathers the results of attempts finishing at about the same time on this runner into one
  * recordAttempts statement: while one batch is being written the next one fills up, so under
@@ -168,11 +171,22 @@ export class AttemptRecorder {
     try {
       while (this.pending.length > 0) {
         const batch = this.pending.splice(0, this.maxBatch);
-        try {
-          const ok = await recordAttempts(this.db, batch.map((p) => p.result));
-          batch.forEach((p, i) => p.resolve(ok[i]));
-        } catch (err) {
-          for (const p of batch) p.reject(err);
+        // While the database is away (restarting), the results wait and are written when it is
+        // back: dropped, their deliveries would hold the webhook's in-flight slots until their
+        // leases ran out. A result written after its lease was taken over is refused by the guard.
+        for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
+          try {
+            const ok = await recordAttempts(this.db, batch.map((p) => p.result));
+            batch.forEach((p, i) => p.resolve(ok[i]));
+            break;
+          } catch (err) {
+            if (isDatabaseUnavailable(err) && Date.now() - since < RECORD_RETRY_MS) {
+              await new Promise((r) => setTimeout(r, delay));
+              continue;
+            }
+            for (const p of batch) p.reject(err);
+            break;
+          }
         }
       }
     } finally {
