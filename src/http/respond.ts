@@ -8,6 +8,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+export function sendText(res: ServerResponse, status: number, text: string, contentType: string) {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
 /** Answers with the contract's error body; unexpected errors are logged and become a bare 500. */
 export function sendError(res: ServerResponse, err: unknown) {
   const { status, body, headers } = toHttpError(err);
