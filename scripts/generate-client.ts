@@ -1,4 +1,4 @@
-// Regenerates the TypeScript client's types (clients/typescript/schema.d.ts) from the OpenAPI
+// Regenerates the TypeScript client's types (clients/typescript/schema.ts) from the OpenAPI
 // document the service serves; a test fails when the committed file is stale.
 // `npm run client:generate`; `npm run client:generate -- --document openapi.json` also writes the document.
 import { writeFileSync } from 'node:fs';
@@ -6,7 +6,7 @@ import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
 import { schema } from '../src/graphql/schema.ts';
 import { createRestSofa, restOpenApiDocument } from '../src/http/rest.ts';
 
-export const CLIENT_TYPES_PATH = 'clients/typescript/schema.d.ts';
+export const CLIENT_TYPES_PATH = 'clients/typescript/schema.ts';
 
 /** The generated types of one document, exactly as committed. */
 export async function clientTypesOf(document: object): Promise<string> {

@@ -1,5 +1,5 @@
 import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
-import type { components, operations, paths, webhooks } from './schema.d.ts';
+import type { components, operations, paths, webhooks } from './schema.ts';
 
 export type { components, operations, paths, webhooks };
 export type ServiceClient = Client<paths>;
