@@ -6,6 +6,8 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { NotFound } from '../src/errors.ts';
+import { schema } from '../src/graphql/schema.ts';
+import { unmappedScalars } from '../src/http/openapi.ts';
 import { REST_ROUTES } from '../src/http/routes.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
@@ -48,6 +50,11 @@ describe('the OpenAPI document', () => {
   it('is one valid OpenAPI 3.1 document (swagger-parser)', async () => {
     expect(doc.openapi).toBe('3.1.0');
     await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+  });
+
+  it('has a schema for every custom GraphQL scalar (no dangling $ref)', () => {
+    expect(unmappedScalars(schema)).toEqual([]);
+    expect(JSON.stringify(doc)).not.toContain('#/components/schemas/JSON');
   });
 
   it('lints without errors against the Redocly recommended rules', async () => {
