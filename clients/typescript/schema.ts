@@ -361,7 +361,7 @@ export interface paths {
         put?: never;
         /**
          * Adds a named destination to a webhook, for routing rules to pick
-         * @description Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need Pro or above.
+         * @description Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need the pro tier or above.
          */
         post: operations["createDestination"];
         delete?: never;
@@ -2091,11 +2091,11 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description Headers added to every delivery: {"name": "value"}. */
+                    /** @description Headers added to every delivery: {"name": "value"} (Starter and above). */
                     customHeaders?: unknown;
                     /**
                      * Format: int32
-                     * @description Delay before each delivery, 0..604800 seconds; null for none.
+                     * @description Delay before each delivery, 0..604800 seconds (Pro and above); null for none.
                      */
                     defaultDelaySeconds?: number | null;
                     /** @description parallel (default) or strict_fifo (Pro and above): one delivery at a time, in order. */
@@ -2109,11 +2109,11 @@ export interface operations {
                     maxInFlight?: number | null;
                     /** @description A name for people. */
                     name?: string | null;
-                    /** @description {maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults. */
+                    /** @description {maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults. Other than the default (Starter and above). */
                     retryPolicy?: unknown;
                     /**
                      * Format: int32
-                     * @description At most this many deliveries a second, 1..1000; null for no limit.
+                     * @description At most this many deliveries a second, 1..1000 (Pro and above); null for no limit.
                      */
                     throttleRatePerSecond?: number | null;
                     /**
@@ -2202,11 +2202,11 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description Headers added to every delivery: {"name": "value"}. */
+                    /** @description Headers added to every delivery: {"name": "value"} (Starter and above). */
                     customHeaders?: unknown;
                     /**
                      * Format: int32
-                     * @description Delay before each delivery, 0..604800 seconds; null for none.
+                     * @description Delay before each delivery, 0..604800 seconds (Pro and above); null for none.
                      */
                     defaultDelaySeconds?: number | null;
                     /** @description parallel (default) or strict_fifo (Pro and above): one delivery at a time, in order. */
@@ -2220,11 +2220,11 @@ export interface operations {
                     maxInFlight?: number | null;
                     /** @description A name for people. */
                     name?: string | null;
-                    /** @description {maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults. */
+                    /** @description {maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults. Other than the default (Starter and above). */
                     retryPolicy?: unknown;
                     /**
                      * Format: int32
-                     * @description At most this many deliveries a second, 1..1000; null for no limit.
+                     * @description At most this many deliveries a second, 1..1000 (Pro and above); null for no limit.
                      */
                     throttleRatePerSecond?: number | null;
                     /**

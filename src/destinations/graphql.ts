@@ -1,4 +1,5 @@
 import { builder } from '../graphql/builder.ts';
+import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { hasCredentials, publicConfig } from './config.ts';
 import { createDestination, deleteDestination, listDestinations, updateDestination } from './service.ts';
 
@@ -36,7 +37,7 @@ builder.queryField('webhookDestinations', (t) =>
 builder.mutationField('createDestination', (t) =>
   t.prismaField({
     type: 'Destination',
-    description: 'Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need Pro or above.',
+    description: `Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need the ${FEATURE_TIERS.typed_destinations} tier or above.`,
     args: {
       id: t.arg.id({ required: true, description: 'The webhook.' }),
       name: t.arg.string({ required: true, description: 'Unique within the webhook.' }),

@@ -2,6 +2,7 @@ import type { ArgBuilder } from '@pothos/core';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { builder, type GraphQLContext } from '../graphql/builder.ts';
 import { pageOf } from '../pagination/graphql.ts';
+import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 import { RoutingRuleRef } from '../routing/graphql.ts';
@@ -173,17 +174,20 @@ builder.queryField('webhookTransform', (t) =>
 
 // ---------------------------------------------------------------- mutations
 
+/** "(Pro and above)": the tier a control needs, as the gates check it. */
+const from = (feature: keyof typeof FEATURE_TIERS) => `(${FEATURE_TIERS[feature][0].toUpperCase()}${FEATURE_TIERS[feature].slice(1)} and above)`;
+
 const controlArgs = (t: ArgBuilder<Types>) => ({
   name: t.string({ required: false, description: 'A name for people.' }),
   url: t.string({ required: false, description: 'The default destination: a webhook destination posting to this URL.' }),
   destination: t({ type: 'JSON', required: false, description: 'The default destination as a whole: {name?, type, config}.' }),
-  deliveryMode: t({ type: DeliveryModeEnum, required: false, description: 'parallel (default) or strict_fifo (Pro and above): one delivery at a time, in order.' }),
+  deliveryMode: t({ type: DeliveryModeEnum, required: false, description: `parallel (default) or strict_fifo ${from('strict_fifo')}: one delivery at a time, in order.` }),
   maxInFlight: t.int({ required: false, description: 'Attempts in flight at once, 1..100 (default 10).' }),
   timeoutMs: t.int({ required: false, description: 'Timeout of one attempt in ms, 1000..60000 (default 10000).' }),
-  retryPolicy: t({ type: 'JSON', required: false, description: '{maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults.' }),
-  defaultDelaySeconds: t.int({ required: false, description: 'Delay before each delivery, 0..604800 seconds; null for none.' }),
-  throttleRatePerSecond: t.int({ required: false, description: 'At most this many deliveries a second, 1..1000; null for no limit.' }),
-  customHeaders: t({ type: 'JSON', required: false, description: 'Headers added to every delivery: {"name": "value"}.' }),
+  retryPolicy: t({ type: 'JSON', required: false, description: `{maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults. Other than the default ${from('custom_retry_policy')}.` }),
+  defaultDelaySeconds: t.int({ required: false, description: `Delay before each delivery, 0..604800 seconds ${from('default_delay')}; null for none.` }),
+  throttleRatePerSecond: t.int({ required: false, description: `At most this many deliveries a second, 1..1000 ${from('throttling')}; null for no limit.` }),
+  customHeaders: t({ type: 'JSON', required: false, description: `Headers added to every delivery: {"name": "value"} ${from('custom_headers')}.` }),
 });
 
 builder.mutationField('createWebhook', (t) =>
