@@ -85,7 +85,8 @@ export type QuotaName =
   | 'backlog_depth'
   | 'replay_volume';
 
-const QUOTA_STATUS: Record<QuotaName, number> = {
+/** 429 for rates and monthly counts (they free with time), 409 for stored amounts. */
+export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
   monthly_deliveries: 429,
   ingest_rate: 429,
   replay_volume: 429,

@@ -105,6 +105,7 @@ builder.queryField('contacts', (t) =>
 builder.queryField('contact', (t) =>
   t.prismaField({
     type: ContactRef,
+    description: 'One contact.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (query, _root, args, ctx) => getContact(ctx.rt, ctx.auth.projectId, String(args.id), query),
   }),
@@ -137,7 +138,7 @@ builder.mutationField('createContact', (t) =>
 builder.mutationField('updateContact', (t) =>
   t.prismaField({
     type: ContactRef,
-    description: 'display_name is the only attribute that changes; null clears it.',
+    description: 'Changes a contact. display_name is the only attribute that changes; null clears it.',
     args: { id: t.arg.id({ required: true }), display_name: t.arg.string() },
     resolve: (query, _root, args, ctx) => updateContact(ctx.rt, ctx.auth.projectId, String(args.id), args, query),
   }),
@@ -169,6 +170,7 @@ builder.queryField('messages', (t) =>
 builder.queryField('message', (t) =>
   t.field({
     type: MessageRef,
+    description: 'One message.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, ctx) => getMessage(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),
@@ -201,12 +203,12 @@ builder.mutationField('sendMessage', (t) =>
 builder.mutationField('updateMessage', (t) =>
   t.prismaField({
     type: MessageRef,
-    description: 'message replaces the text; reactions ({"like":["ana"]}) adds people to reactions; attachments are appended.',
+    description: 'Changes a message. message replaces the text; reactions ({"like":["ana"]}) adds people to reactions; attachments are appended. Any change sets updated_at.',
     args: {
       id: t.arg.id({ required: true }),
-      message: t.arg.string(),
-      reactions: t.arg({ type: 'JSON' }),
-      attachments: t.arg({ type: 'JSON' }),
+      message: t.arg.string({ description: 'The new text.' }),
+      reactions: t.arg({ type: 'JSON', description: 'People to add, by reaction name: {"like":["ana","bo"]} (form: reactions[like][]=ana).' }),
+      attachments: t.arg({ type: 'JSON', description: 'Attachment objects to append: url (http/https), and optionally type, name, size.' }),
     },
     resolve: (query, _root, args, ctx) => updateMessage(ctx.rt, ctx.auth.projectId, String(args.id), args, query),
   }),

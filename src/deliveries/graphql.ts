@@ -114,45 +114,55 @@ const DlqPage = pageOf('DlqEntryPage', DlqEntryRef);
 const DlqExportPage = pageOf('DlqExportPage', DlqExportRowRef);
 
 const filterArgs = builder.args((t) => ({
-  status: t.string({ required: false }),
-  eventId: t.string({ required: false }),
+  status: t.string({ required: false, description: 'Only deliveries in this status: queued, scheduled, delivering, retrying, succeeded, failed or cancelled.' }),
+  eventId: t.string({ required: false, description: 'Only the deliveries of this event.' }),
   from: t.string({ required: false, description: 'ISO 8601 or Unix seconds (inclusive).' }),
   to: t.string({ required: false, description: 'ISO 8601 or Unix seconds (exclusive).' }),
 }));
 const dlqArgs = builder.args((t) => ({
-  webhookId: t.string({ required: false }),
-  from: t.string({ required: false }),
-  to: t.string({ required: false }),
+  webhookId: t.string({ required: false, description: 'Only the entries of this webhook.' }),
+  from: t.string({ required: false, description: 'ISO 8601 or Unix seconds (inclusive).' }),
+  to: t.string({ required: false, description: 'ISO 8601 or Unix seconds (exclusive).' }),
   state: t.string({ required: false, description: 'pending (default), redriven or all.' }),
 }));
 
 builder.queryFields((t) => ({
   deliveries: t.field({
     type: DeliveryPage,
-    args: { webhookId: t.arg.string({ required: false }), ...filterArgs, ...pageArgs },
+    description: "The project's deliveries, newest first (cursor-paginated; the cursor is bound to the filters).",
+    args: { webhookId: t.arg.string({ required: false, description: 'Only the deliveries of this webhook.' }), ...filterArgs, ...pageArgs },
     resolve: (_r, a, ctx) => listDeliveries(ctx.rt, ctx.auth.projectId, a, a),
   }),
   webhookDeliveries: t.field({
     type: DeliveryPage,
+    description: "One webhook's deliveries, newest first (cursor-paginated; the cursor is bound to the filters).",
     args: { id: t.arg.id({ required: true }), ...filterArgs, ...pageArgs },
     resolve: (_r, a, ctx) => listWebhookDeliveries(ctx.rt, ctx.auth.projectId, String(a.id), a, a),
   }),
   delivery: t.prismaField({
     type: 'Delivery',
+    description: 'One delivery: its status, destination snapshot, attempt count and last attempt.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_q, _r, a, ctx) => getDelivery(ctx.rt, ctx.auth.projectId, String(a.id)),
   }),
   deliveryAttempts: t.field({
     type: AttemptPage,
+    description: "A delivery's attempts, first attempt first (cursor-paginated).",
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_r, a, ctx) => listDeliveryAttempts(ctx.rt, ctx.auth.projectId, String(a.id), a),
   }),
   deliveryReplayJobs: t.field({
     type: ReplayJobPage,
+    description: 'The replay jobs that re-sent this delivery, newest first (cursor-paginated).',
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_r, a, ctx) => listReplayJobsOfDelivery(ctx.rt, ctx.auth.projectId, String(a.id), a),
   }),
-  dlq: t.field({ type: DlqPage, args: { ...dlqArgs, ...pageArgs }, resolve: (_r, a, ctx) => listDlq(ctx.rt, ctx.auth.projectId, a, a) }),
+  dlq: t.field({
+    type: DlqPage,
+    description: 'DLQ entries, newest first (cursor-paginated; the cursor is bound to the filters).',
+    args: { ...dlqArgs, ...pageArgs },
+    resolve: (_r, a, ctx) => listDlq(ctx.rt, ctx.auth.projectId, a, a),
+  }),
   dlqExport: t.field({
     type: DlqExportPage,
     description: 'DLQ rows with their retained payloads; 20 rows a page at most.',
@@ -175,6 +185,7 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   replayDelivery: t.prismaField({
     type: 'ReplayJob',
+    description: 'Replays a delivery. It re-sends the dispatch snapshot, byte for byte with the same webhook-id, to the snapshot destination, as a new delivery, and answers the replay job.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_q, _r, a, ctx) => replayDelivery(ctx.rt, ctx.auth.projectId, String(a.id)),
   }),
@@ -186,6 +197,7 @@ builder.mutationFields((t) => ({
   }),
   redriveDlqEntry: t.prismaField({
     type: 'ReplayJob',
+    description: 'Re-drives one DLQ entry: a new delivery of its payload with the same webhook-id, like a replay.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_q, _r, a, ctx) => redriveDlqEntry(ctx.rt, ctx.auth.projectId, String(a.id)),
   }),

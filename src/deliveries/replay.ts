@@ -129,6 +129,9 @@ export async function listDlq(rt: Rt, projectId: string, filters: DlqFilters, pa
   );
 }
 
+/** Payloads make export rows large: smaller pages than other lists. */
+export const DLQ_EXPORT_PAGE_SIZE = { def: 20, max: 20 };
+
 /** DLQ rows with their retained payloads (base64), 20 rows a page at most. */
 export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, page: PageRequest) {
   const where = dlqWhere(projectId, filters);
@@ -138,7 +141,7 @@ export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, 
     dlqScope(filters),
     (after, take) => rt.db.prisma.dlqEntry.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
     undefined,
-    { def: 20, max: 20 },
+    DLQ_EXPORT_PAGE_SIZE,
   );
   const ids = result.items.map((e) => e.deliveryId);
   const deliveries = await rt.db.prisma.delivery.findMany({

@@ -1,4 +1,5 @@
 import { builder } from '../graphql/builder.ts';
+import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { hasCredentials, publicConfig } from './config.ts';
 import { createDestination, deleteDestination, listDestinations, updateDestination } from './service.ts';
 
@@ -36,11 +37,12 @@ builder.queryField('webhookDestinations', (t) =>
 builder.mutationField('createDestination', (t) =>
   t.prismaField({
     type: 'Destination',
+    description: `Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need the ${FEATURE_TIERS.typed_destinations} tier or above.`,
     args: {
       id: t.arg.id({ required: true, description: 'The webhook.' }),
-      name: t.arg.string({ required: true }),
-      type: t.arg.string({ required: true }),
-      config: t.arg({ type: 'JSON', required: true }),
+      name: t.arg.string({ required: true, description: 'Unique within the webhook.' }),
+      type: t.arg.string({ required: true, description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub or object_storage.' }),
+      config: t.arg({ type: 'JSON', required: true, description: 'The type-specific settings (webhook: {url, method?, headers?}), with credentials where the type needs them.' }),
     },
     resolve: (_q, _root, { id, ...input }, ctx) => createDestination(ctx.rt, ctx.auth.projectId, String(id), input),
   }),
@@ -49,7 +51,7 @@ builder.mutationField('createDestination', (t) =>
 builder.mutationField('updateDestination', (t) =>
   t.prismaField({
     type: 'Destination',
-    description: 'config is replaced as a whole; stored credentials are kept when it leaves them out.',
+    description: 'Changes a destination. config is replaced as a whole; stored credentials are kept when it leaves them out.',
     args: {
       id: t.arg.id({ required: true, description: 'The webhook.' }),
       destinationId: t.arg.id({ required: true }),
@@ -69,7 +71,7 @@ builder.mutationField('updateDestination', (t) =>
 builder.mutationField('deleteDestination', (t) =>
   t.field({
     type: DestinationDeletedRef,
-    description: 'Named destinations only; not while a routing rule uses it.',
+    description: 'Deletes a named destination (not the default one), unless a routing rule uses it.',
     args: { id: t.arg.id({ required: true, description: 'The webhook.' }), destinationId: t.arg.id({ required: true }) },
     resolve: (_root, args, ctx) => deleteDestination(ctx.rt, ctx.auth.projectId, String(args.id), String(args.destinationId)),
   }),

@@ -3,6 +3,9 @@ import qs from 'qs';
 import { InvalidRequest, PayloadTooLarge } from '../errors.ts';
 import { decodeUtf8 } from '../validation.ts';
 
+/** Management request bodies (REST and /graphql) are refused over this size (CONTRACT §4). */
+export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+
 /** Reads the whole body, refusing (413) as soon as it passes `limit` bytes, before buffering more. */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);

@@ -10,11 +10,9 @@ import type { Auth, GraphQLContext } from '../graphql/builder.ts';
 import { log } from '../log.ts';
 import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
-import { readBody } from './body.ts';
+import { MANAGEMENT_BODY_LIMIT, readBody } from './body.ts';
 import { sendError, sendFetchResponse } from './respond.ts';
 import { subscribeShared } from './shared-subscriptions.ts';
-
-const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
 
 function unauthorizedError(err: Unauthorized) {
   return toGraphQLError(err);

@@ -8,6 +8,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+export function sendText(res: ServerResponse, status: number, text: string, contentType: string) {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
 /** A 503 (the database is away) is expected during an outage: one line, not a stack per request. */
 export function logServerError(status: number, err: unknown, msg: string) {
   if (status === 503) log.warn({ err: err instanceof Error ? err.message.trim().split('\n').pop() : String(err) }, `${msg}: database unavailable`);

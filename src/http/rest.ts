@@ -3,20 +3,21 @@ import { filterSchema } from '@graphql-tools/utils';
 import { GraphQLSchema, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import { Request as FetchRequest } from '@whatwg-node/fetch';
 import qs from 'qs';
+import YAML from 'yaml';
 import { useSofa } from 'sofa-api';
 import { InvalidRequest, MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
 import type { GraphQLContext } from '../graphql/builder.ts';
 import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { log } from '../log.ts';
-import { parseStructuredBody, readBody } from './body.ts';
-import { logServerError, sendError, sendFetchText, sendJson } from './respond.ts';
+import { MANAGEMENT_BODY_LIMIT, parseStructuredBody, readBody } from './body.ts';
+import { buildOpenApiDocument, OPENAPI_SCALARS } from './openapi.ts';
+import { logServerError, sendError, sendFetchText, sendText } from './respond.ts';
+import { assertStorable } from '../validation.ts';
 import { REST_ROUTES, type RestRoute } from './routes.ts';
 import { createCompiledExecute } from './rest-execution.ts';
 import { coerceArgs } from './validate-args.ts';
-import { assertStorable } from '../validation.ts';
-
-const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+import { SERVICE_VERSION } from '../version.ts';
 
 interface CompiledRoute extends RestRoute {
   regex: RegExp;
@@ -56,12 +57,8 @@ function parseQuery(url: URL): Record<string, unknown> {
   return qs.parse(search.slice(1), { depth: 5, arrayLimit: 100 }) as Record<string, unknown>;
 }
 
-/**
- * `/v1`: SOFA over the GraphQL schema, restricted to the route table. This layer only
- * authenticates, matches the route (404/405), reads and parses the body (JSON or
- * bracket-notation forms, 1 MB cap) and validates arguments; SOFA runs the field.
- */
-export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
+/** The GraphQL schema restricted to the fields the route table maps (no subscriptions). */
+function restSchemaOf(schema: GraphQLSchema): GraphQLSchema {
   const routed = new Set(REST_ROUTES.map((r) => r.field));
   const filtered = filterSchema({
     schema,
@@ -69,22 +66,45 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   }).toConfig();
   const hasFields = (t: GraphQLObjectType | null | undefined) => (t && Object.keys(t.getFields()).length > 0 ? t : undefined);
   const dropped = new Set([filtered.subscription, hasFields(filtered.mutation) ? undefined : filtered.mutation].filter(Boolean));
-  const restSchema = new GraphQLSchema({
+  return new GraphQLSchema({
     ...filtered,
     mutation: hasFields(filtered.mutation),
     subscription: undefined,
     types: filtered.types.filter((t) => !dropped.has(t as GraphQLObjectType)),
   });
+}
+
+/** SOFA over the routed part of the schema; `execution` is left out where only its document is wanted. */
+export function createRestSofa(schema: GraphQLSchema, execution: Record<string, unknown> = {}) {
+  return useSofa({
+    basePath: '/v1',
+    schema: restSchemaOf(schema),
+    depthLimit: 3,
+    routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
+    customScalars: OPENAPI_SCALARS,
+    openAPI: { info: { title: 'Service REST API', version: SERVICE_VERSION } },
+    ...execution,
+  } as any);
+}
+
+/** The service's OpenAPI document, from SOFA's description of the routes (see openapi.ts). */
+export async function restOpenApiDocument(sofa: ReturnType<typeof useSofa>, schema: GraphQLSchema) {
+  const sofaDocument = await (await sofa.fetch(new Request('http://localhost/v1/openapi.json'))).json();
+  return buildOpenApiDocument({ sofaDocument, schema, version: SERVICE_VERSION });
+}
+
+/**
+ * `/v1`: SOFA over the GraphQL schema, restricted to the route table. This layer only
+ * authenticates, matches the route (404/405), reads and parses the body (JSON or
+ * bracket-notation forms, 1 MB cap) and validates arguments; SOFA runs the field.
+ */
+export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   const routes = REST_ROUTES.map((r) => compile(r, schema));
   // SOFA re-reads arguments from the request and drops explicit nulls (and falsy query values);
   // execution gets the arguments this layer already validated instead, nulls included.
   const validatedArgs = new WeakMap<object, Record<string, unknown>>();
   const executeCompiled = createCompiledExecute();
-  const sofa = useSofa({
-    basePath: '/v1',
-    schema: restSchema,
-    depthLimit: 3,
-    routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
+  const sofa = createRestSofa(schema, {
     context: (serverContext: any): GraphQLContext => {
       const ctx: GraphQLContext = { rt, auth: serverContext.auth };
       if (serverContext.variables) validatedArgs.set(ctx, serverContext.variables);
@@ -96,19 +116,12 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
       logServerError(status, (errors[0] as any)?.originalError ?? errors[0], 'REST request failed');
       return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
     },
-    openAPI: { info: { title: 'Service REST API', version: '1.0.0', description: 'Generated from the GraphQL schema by SOFA.' } },
-  } as any);
+  });
 
-  let openApi: unknown;
-  // SOFA documents paths relative to its base; clients want the full /v1 paths.
-  async function buildOpenApi() {
-    const doc: any = await (await sofa.fetch(new Request('http://localhost/v1/openapi.json'))).json();
-    doc.openapi ??= '3.0.3';
-    doc.paths = Object.fromEntries(Object.entries(doc.paths ?? {}).map(([p, v]) => [`/v1${p}`.replace(/:([a-zA-Z_]+)/g, '{$1}'), v]));
-    doc.components = { ...doc.components, securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } };
-    doc.security = [{ apiKey: [] }];
-    return doc;
-  }
+  // Built once per process, on first request, in both encodings.
+  let reference: Promise<{ json: string; yaml: string }> | undefined;
+  const referenceDocument = () =>
+    (reference ??= restOpenApiDocument(sofa, schema).then((doc) => ({ json: JSON.stringify(doc), yaml: YAML.stringify(doc, { aliasDuplicateObjects: false }) })));
 
   // SOFA's handler of each route, called directly once this layer has matched the route: fets
   // would only dispatch the request a second time (URLPattern matching, checks of a query string
@@ -157,7 +170,10 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   return async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL) {
     try {
       const sub = url.pathname.slice('/v1'.length) || '/';
-      if (sub === '/openapi.json' && req.method === 'GET') return sendJson(res, 200, (openApi ??= await buildOpenApi()));
+      if (req.method === 'GET' && (sub === '/openapi.json' || sub === '/openapi.yaml')) {
+        const doc = await referenceDocument();
+        return sendText(res, 200, sub === '/openapi.json' ? doc.json : doc.yaml, sub === '/openapi.json' ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8');
+      }
       const auth = await authenticate(rt, req.headers.authorization);
       const { route: r, match: m } = matchRoute(req.method, sub);
       const params: Record<string, string> = {};

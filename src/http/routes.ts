@@ -1,7 +1,10 @@
 /**
- * The REST surface: every `/v1` route, the GraphQL field SOFA maps it to, its method
- * and its success status. One table; nothing else defines REST routes.
+ * The REST surface: every `/v1` route, the GraphQL field SOFA maps it to, its method, its
+ * success status and how the OpenAPI document names and groups it. One table; nothing else
+ * defines REST routes.
  */
+import { DLQ_EXPORT_PAGE_SIZE } from '../deliveries/replay.ts';
+
 export interface RestRoute {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Relative to /v1, with `:name` path parameters matching field arguments. */
@@ -9,65 +12,87 @@ export interface RestRoute {
   /** `Query.name` or `Mutation.name`. */
   field: string;
   status?: 200 | 201 | 202;
+  /** Stable name of the operation in the OpenAPI document and the generated clients. */
+  operationId: string;
+  /** The domain it belongs to: one tag of the OpenAPI document. */
+  tag: RestTag;
+  /**
+   * Failures of this route beyond those every route shares (401, 500, 503; 400 for input,
+   * 404 for a path id, 413 for a body). They come from the domain services it calls.
+   */
+  errors?: RouteError[];
+  /** A cursor list whose page size is not the usual (default 20, at most 100). */
+  pageSize?: { def: number; max: number };
+  /** Takes `application/x-www-form-urlencoded` bodies with bracket notation beside JSON (CONTRACT §5). */
+  form?: true;
 }
+
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
+
+/**
+ * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
+ * named in the body; `replay_quotas`: what creating a delivery by replay is checked against
+ * (429 `replay_volume` and `monthly_deliveries`, 409 `backlog_depth`).
+ */
+export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas';
 
 export const REST_ROUTES: RestRoute[] = [
   // projects
-  { method: 'GET', path: '/project', field: 'Query.project' },
-  { method: 'PATCH', path: '/project', field: 'Mutation.updateProject' },
-  { method: 'GET', path: '/usage', field: 'Query.usage' },
-  { method: 'GET', path: '/project/api-keys', field: 'Query.apiKeys' },
-  { method: 'POST', path: '/project/api-keys', field: 'Mutation.createApiKey', status: 201 },
-  { method: 'POST', path: '/project/api-keys/:id/revoke', field: 'Mutation.revokeApiKey' },
-  { method: 'GET', path: '/project/audit-logs', field: 'Query.auditLogs' },
-  { method: 'GET', path: '/webhooks/:id/quota-overrides', field: 'Query.webhookQuotaOverrides' },
-  { method: 'PUT', path: '/webhooks/:id/quota-overrides', field: 'Mutation.setWebhookQuotaOverrides' },
+  { method: 'GET', path: '/project', field: 'Query.project', operationId: 'getProject', tag: 'Project' },
+  { method: 'PATCH', path: '/project', field: 'Mutation.updateProject', operationId: 'updateProject', tag: 'Project', errors: ['tier_required'] },
+  { method: 'GET', path: '/usage', field: 'Query.usage', operationId: 'getUsage', tag: 'Project' },
+  { method: 'GET', path: '/project/api-keys', field: 'Query.apiKeys', operationId: 'listApiKeys', tag: 'Project' },
+  { method: 'POST', path: '/project/api-keys', field: 'Mutation.createApiKey', status: 201, operationId: 'createApiKey', tag: 'Project' },
+  { method: 'POST', path: '/project/api-keys/:id/revoke', field: 'Mutation.revokeApiKey', operationId: 'revokeApiKey', tag: 'Project' },
+  { method: 'GET', path: '/project/audit-logs', field: 'Query.auditLogs', operationId: 'listAuditLogs', tag: 'Project', errors: ['tier_required'] },
+  { method: 'GET', path: '/webhooks/:id/quota-overrides', field: 'Query.webhookQuotaOverrides', operationId: 'getWebhookQuotaOverrides', tag: 'Webhooks' },
+  { method: 'PUT', path: '/webhooks/:id/quota-overrides', field: 'Mutation.setWebhookQuotaOverrides', operationId: 'setWebhookQuotaOverrides', tag: 'Webhooks' },
 
   // webhooks
-  { method: 'GET', path: '/webhooks', field: 'Query.webhooks' },
-  { method: 'POST', path: '/webhooks', field: 'Mutation.createWebhook', status: 201 },
-  { method: 'GET', path: '/webhooks/:id', field: 'Query.webhook' },
-  { method: 'PATCH', path: '/webhooks/:id', field: 'Mutation.updateWebhook' },
-  { method: 'POST', path: '/webhooks/:id/pause', field: 'Mutation.pauseWebhook' },
-  { method: 'POST', path: '/webhooks/:id/resume', field: 'Mutation.resumeWebhook' },
-  { method: 'POST', path: '/webhooks/:id/archive', field: 'Mutation.archiveWebhook' },
-  { method: 'POST', path: '/webhooks/:id/restore', field: 'Mutation.restoreWebhook' },
-  { method: 'POST', path: '/webhooks/:id/destroy', field: 'Mutation.destroyWebhook' },
-  { method: 'POST', path: '/webhooks/:id/rotate-ingest-secret', field: 'Mutation.rotateIngestSecret' },
-  { method: 'POST', path: '/webhooks/:id/rotate-signing-secret', field: 'Mutation.rotateSigningSecret' },
-  { method: 'GET', path: '/webhooks/:id/secrets', field: 'Query.webhookSecrets' },
-  { method: 'GET', path: '/webhooks/:id/destinations', field: 'Query.webhookDestinations' },
-  { method: 'POST', path: '/webhooks/:id/destinations', field: 'Mutation.createDestination', status: 201 },
-  { method: 'PATCH', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.updateDestination' },
-  { method: 'DELETE', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.deleteDestination' },
-  { method: 'GET', path: '/webhooks/:id/routing', field: 'Query.webhookRouting' },
-  { method: 'PUT', path: '/webhooks/:id/routing', field: 'Mutation.setWebhookRouting' },
-  { method: 'GET', path: '/webhooks/:id/transform', field: 'Query.webhookTransform' },
-  { method: 'PUT', path: '/webhooks/:id/transform', field: 'Mutation.setWebhookTransform' },
-  { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery' },
+  { method: 'GET', path: '/webhooks', field: 'Query.webhooks', operationId: 'listWebhooks', tag: 'Webhooks' },
+  { method: 'POST', path: '/webhooks', field: 'Mutation.createWebhook', status: 201, operationId: 'createWebhook', tag: 'Webhooks', errors: ['tier_required'] },
+  { method: 'GET', path: '/webhooks/:id', field: 'Query.webhook', operationId: 'getWebhook', tag: 'Webhooks' },
+  { method: 'PATCH', path: '/webhooks/:id', field: 'Mutation.updateWebhook', operationId: 'updateWebhook', tag: 'Webhooks', errors: ['tier_required'] },
+  { method: 'POST', path: '/webhooks/:id/pause', field: 'Mutation.pauseWebhook', operationId: 'pauseWebhook', tag: 'Webhooks', errors: ['invalid_state'] },
+  { method: 'POST', path: '/webhooks/:id/resume', field: 'Mutation.resumeWebhook', operationId: 'resumeWebhook', tag: 'Webhooks', errors: ['invalid_state'] },
+  { method: 'POST', path: '/webhooks/:id/archive', field: 'Mutation.archiveWebhook', operationId: 'archiveWebhook', tag: 'Webhooks', errors: ['invalid_state'] },
+  { method: 'POST', path: '/webhooks/:id/restore', field: 'Mutation.restoreWebhook', operationId: 'restoreWebhook', tag: 'Webhooks', errors: ['invalid_state'] },
+  { method: 'POST', path: '/webhooks/:id/destroy', field: 'Mutation.destroyWebhook', operationId: 'destroyWebhook', tag: 'Webhooks', errors: ['invalid_state'] },
+  { method: 'POST', path: '/webhooks/:id/rotate-ingest-secret', field: 'Mutation.rotateIngestSecret', operationId: 'rotateIngestSecret', tag: 'Webhooks' },
+  { method: 'POST', path: '/webhooks/:id/rotate-signing-secret', field: 'Mutation.rotateSigningSecret', operationId: 'rotateSigningSecret', tag: 'Webhooks' },
+  { method: 'GET', path: '/webhooks/:id/secrets', field: 'Query.webhookSecrets', operationId: 'listWebhookSecrets', tag: 'Webhooks' },
+  { method: 'GET', path: '/webhooks/:id/destinations', field: 'Query.webhookDestinations', operationId: 'listDestinations', tag: 'Destinations' },
+  { method: 'POST', path: '/webhooks/:id/destinations', field: 'Mutation.createDestination', status: 201, operationId: 'createDestination', tag: 'Destinations', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.updateDestination', operationId: 'updateDestination', tag: 'Destinations', errors: ['tier_required'] },
+  { method: 'DELETE', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.deleteDestination', operationId: 'deleteDestination', tag: 'Destinations', errors: ['invalid_state'] },
+  { method: 'GET', path: '/webhooks/:id/routing', field: 'Query.webhookRouting', operationId: 'getRouting', tag: 'Routing' },
+  { method: 'PUT', path: '/webhooks/:id/routing', field: 'Mutation.setWebhookRouting', operationId: 'setRouting', tag: 'Routing' },
+  { method: 'GET', path: '/webhooks/:id/transform', field: 'Query.webhookTransform', operationId: 'getTransform', tag: 'Routing' },
+  { method: 'PUT', path: '/webhooks/:id/transform', field: 'Mutation.setWebhookTransform', operationId: 'setTransform', tag: 'Routing', errors: ['tier_required'] },
+  { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery', operationId: 'testDelivery', tag: 'Routing' },
 
   // deliveries, replay, DLQ
-  { method: 'GET', path: '/deliveries', field: 'Query.deliveries' },
-  { method: 'GET', path: '/deliveries/:id', field: 'Query.delivery' },
-  { method: 'GET', path: '/deliveries/:id/attempts', field: 'Query.deliveryAttempts' },
-  { method: 'POST', path: '/deliveries/:id/replay', field: 'Mutation.replayDelivery', status: 202 },
-  { method: 'GET', path: '/deliveries/:id/replay-jobs', field: 'Query.deliveryReplayJobs' },
-  { method: 'GET', path: '/webhooks/:id/deliveries', field: 'Query.webhookDeliveries' },
-  { method: 'POST', path: '/replay-jobs', field: 'Mutation.createReplayJob', status: 202 },
-  { method: 'GET', path: '/dlq', field: 'Query.dlq' },
-  { method: 'GET', path: '/dlq/export', field: 'Query.dlqExport' },
-  { method: 'POST', path: '/dlq/redrive', field: 'Mutation.redriveDlq', status: 202 },
-  { method: 'POST', path: '/dlq/:id/redrive', field: 'Mutation.redriveDlqEntry', status: 202 },
+  { method: 'GET', path: '/deliveries', field: 'Query.deliveries', operationId: 'listDeliveries', tag: 'Deliveries' },
+  { method: 'GET', path: '/deliveries/:id', field: 'Query.delivery', operationId: 'getDelivery', tag: 'Deliveries' },
+  { method: 'GET', path: '/deliveries/:id/attempts', field: 'Query.deliveryAttempts', operationId: 'listDeliveryAttempts', tag: 'Deliveries' },
+  { method: 'POST', path: '/deliveries/:id/replay', field: 'Mutation.replayDelivery', status: 202, operationId: 'replayDelivery', tag: 'Deliveries', errors: ['payload_gone', 'replay_quotas'] },
+  { method: 'GET', path: '/deliveries/:id/replay-jobs', field: 'Query.deliveryReplayJobs', operationId: 'listDeliveryReplayJobs', tag: 'Deliveries' },
+  { method: 'GET', path: '/webhooks/:id/deliveries', field: 'Query.webhookDeliveries', operationId: 'listWebhookDeliveries', tag: 'Deliveries' },
+  { method: 'POST', path: '/replay-jobs', field: 'Mutation.createReplayJob', status: 202, operationId: 'createReplayJob', tag: 'Deliveries', errors: ['tier_required'] },
+  { method: 'GET', path: '/dlq', field: 'Query.dlq', operationId: 'listDlq', tag: 'DLQ' },
+  { method: 'GET', path: '/dlq/export', field: 'Query.dlqExport', operationId: 'exportDlq', tag: 'DLQ', pageSize: DLQ_EXPORT_PAGE_SIZE },
+  { method: 'POST', path: '/dlq/redrive', field: 'Mutation.redriveDlq', status: 202, operationId: 'redriveDlq', tag: 'DLQ', errors: ['tier_required'] },
+  { method: 'POST', path: '/dlq/:id/redrive', field: 'Mutation.redriveDlqEntry', status: 202, operationId: 'redriveDlqEntry', tag: 'DLQ', errors: ['invalid_state', 'payload_gone', 'replay_quotas'] },
 
   // conversations (spec/conversation-service.md): Stripe-style, every success is 200
-  { method: 'GET', path: '/contacts', field: 'Query.contacts' },
-  { method: 'POST', path: '/contacts', field: 'Mutation.createContact' },
-  { method: 'GET', path: '/contacts/:id', field: 'Query.contact' },
-  { method: 'PUT', path: '/contacts/:id', field: 'Mutation.updateContact' },
-  { method: 'DELETE', path: '/contacts/:id', field: 'Mutation.deleteContact' },
-  { method: 'GET', path: '/messages', field: 'Query.messages' },
-  { method: 'POST', path: '/messages', field: 'Mutation.sendMessage' },
-  { method: 'GET', path: '/messages/:id', field: 'Query.message' },
-  { method: 'PUT', path: '/messages/:id', field: 'Mutation.updateMessage' },
-  { method: 'DELETE', path: '/messages/:id', field: 'Mutation.deleteMessage' },
+  { method: 'GET', path: '/contacts', field: 'Query.contacts', operationId: 'listContacts', tag: 'Contacts' },
+  { method: 'POST', path: '/contacts', field: 'Mutation.createContact', operationId: 'createContact', tag: 'Contacts', form: true },
+  { method: 'GET', path: '/contacts/:id', field: 'Query.contact', operationId: 'getContact', tag: 'Contacts' },
+  { method: 'PUT', path: '/contacts/:id', field: 'Mutation.updateContact', operationId: 'updateContact', tag: 'Contacts', form: true },
+  { method: 'DELETE', path: '/contacts/:id', field: 'Mutation.deleteContact', operationId: 'deleteContact', tag: 'Contacts' },
+  { method: 'GET', path: '/messages', field: 'Query.messages', operationId: 'listMessages', tag: 'Messages' },
+  { method: 'POST', path: '/messages', field: 'Mutation.sendMessage', operationId: 'sendMessage', tag: 'Messages', form: true, errors: ['not_found'] },
+  { method: 'GET', path: '/messages/:id', field: 'Query.message', operationId: 'getMessage', tag: 'Messages' },
+  { method: 'PUT', path: '/messages/:id', field: 'Mutation.updateMessage', operationId: 'updateMessage', tag: 'Messages', form: true },
+  { method: 'DELETE', path: '/messages/:id', field: 'Mutation.deleteMessage', operationId: 'deleteMessage', tag: 'Messages' },
 ];

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { NotFound } from '../errors.ts';
 import { schema } from '../graphql/schema.ts';
 import type { Runtime } from '../runtime.ts';
+import { createDocsHandler } from './docs.ts';
 import { createGraphQLHandler } from './graphql.ts';
 import { sendError, sendJson } from './respond.ts';
 import { createRestHandler } from './rest.ts';
@@ -11,6 +12,8 @@ export interface HttpServer {
   server: http.Server;
   port: number;
   url: string;
+  /** Every path prefix this server answers (the OpenAPI tests compare them with the document). */
+  servedPrefixes: string[];
   /** Stops accepting, lets in-flight requests finish (up to `timeoutMs`), then closes sockets. */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -25,6 +28,7 @@ export interface ExtraRoutes {
 export async function startHttpServer(rt: Runtime, opts: { port: number; host?: string; extraRoutes?: ExtraRoutes }): Promise<HttpServer> {
   const rest = createRestHandler(rt, schema);
   const gql = createGraphQLHandler(rt, schema);
+  const docs = createDocsHandler();
   const extra = Object.entries(opts.extraRoutes ?? {});
   let draining = false;
 
@@ -48,6 +52,7 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
         }
       }
       if (path === '/graphql') return await gql.handleGraphQL(req, res, url);
+      if (path === '/docs' || path.startsWith('/docs/')) return docs(req, res, url);
       if (path === '/v1' || path.startsWith('/v1/')) return await rest(req, res, url);
       for (const [prefix, handler] of extra) {
         if (path === prefix || path.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`)) return await handler(req, res, url);
@@ -73,6 +78,7 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
     server,
     port,
     url: `http://127.0.0.1:${port}`,
+    servedPrefixes: ['/healthz', '/readyz', '/graphql', '/docs', '/v1', ...extra.map(([prefix]) => prefix)],
     async close(timeoutMs = 10_000) {
       draining = true;
       const closed = new Promise<void>((r) => server.close(() => r()));

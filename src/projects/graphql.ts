@@ -149,7 +149,7 @@ builder.queryField('project', (t) =>
 builder.mutationField('updateProject', (t) =>
   t.prismaField({
     type: 'Project',
-    description: 'Monthly-delivery overage is for paid tiers (403 tier_required on Free).',
+    description: 'Changes the project\'s name or monthly-delivery overage. Overage is for paid tiers (403 tier_required on Free).',
     args: { overageEnabled: t.arg.boolean({ required: false }), name: t.arg.string({ required: false }) },
     resolve: (_query, _root, args, ctx) => updateProject(ctx.rt, ctx.auth.projectId, args, ctx.auth.apiKeyId),
   }),
@@ -187,7 +187,8 @@ builder.queryField('apiKeysConnection', (t) =>
 builder.mutationField('createApiKey', (t) =>
   t.field({
     type: CreatedApiKey,
-    args: { name: t.arg.string({ required: false }) },
+    description: 'Creates an API key for this project. The answer shows the key itself, once.',
+    args: { name: t.arg.string({ required: false, description: 'A name to recognise it by (default "default").' }) },
     resolve: (_root, args, ctx) => createApiKey(ctx.rt, ctx.auth.projectId, args.name ?? 'default', ctx.auth.apiKeyId),
   }),
 );
@@ -195,6 +196,7 @@ builder.mutationField('createApiKey', (t) =>
 builder.mutationField('revokeApiKey', (t) =>
   t.prismaField({
     type: 'ApiKey',
+    description: 'Revokes an API key: it stops working at once, on every process.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_query, _root, args, ctx) => revokeApiKey(ctx.rt, ctx.auth.projectId, String(args.id), ctx.auth.apiKeyId),
   }),
@@ -254,6 +256,7 @@ const overrideArgs = (t: any) =>
 builder.queryField('webhookQuotaOverrides', (t) =>
   t.field({
     type: WebhookQuotaOverridesRef,
+    description: "A webhook's quota overrides and the limits in effect for it.",
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, ctx) => getWebhookQuotaOverrides(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),

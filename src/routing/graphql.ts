@@ -27,6 +27,7 @@ const RoutingRuleInput = builder.inputType('RoutingRuleInput', {
 builder.queryField('webhookRouting', (t) =>
   t.field({
     type: RoutingRef,
+    description: "The webhook's routing rules, in ascending priority.",
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, ctx) => getRouting(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),
@@ -35,7 +36,7 @@ builder.queryField('webhookRouting', (t) =>
 builder.mutationField('setWebhookRouting', (t) =>
   t.field({
     type: RoutingRef,
-    description: 'Replaces the rules. The first matching rule in ascending priority picks the destination; none: the default destination.',
+    description: 'Replaces the webhook\'s routing rules. The first matching rule in ascending priority picks the destination; none: the default destination.',
     args: { id: t.arg.id({ required: true }), rules: t.arg({ type: [RoutingRuleInput], required: true }) },
     resolve: (_root, args, ctx) => setRouting(ctx.rt, ctx.auth.projectId, String(args.id), args.rules),
   }),

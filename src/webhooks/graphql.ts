@@ -2,6 +2,7 @@ import type { ArgBuilder } from '@pothos/core';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { builder, type GraphQLContext } from '../graphql/builder.ts';
 import { pageOf } from '../pagination/graphql.ts';
+import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 import { RoutingRuleRef } from '../routing/graphql.ts';
@@ -147,6 +148,7 @@ builder.queryField('webhooksConnection', (t) =>
 builder.queryField('webhook', (t) =>
   t.prismaField({
     type: 'Webhook',
+    description: 'One webhook, without its secrets.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_q, _root, args, ctx) => getWebhook(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),
@@ -164,6 +166,7 @@ builder.queryField('webhookSecrets', (t) =>
 builder.queryField('webhookTransform', (t) =>
   t.field({
     type: TransformRef,
+    description: "The webhook's transform; kind null when it has none.",
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, ctx) => getTransform(ctx.rt, ctx.auth.projectId, String(args.id)),
   }),
@@ -171,22 +174,26 @@ builder.queryField('webhookTransform', (t) =>
 
 // ---------------------------------------------------------------- mutations
 
+/** "(Pro and above)": the tier a control needs, as the gates check it. */
+const from = (feature: keyof typeof FEATURE_TIERS) => `(${FEATURE_TIERS[feature][0].toUpperCase()}${FEATURE_TIERS[feature].slice(1)} and above)`;
+
 const controlArgs = (t: ArgBuilder<Types>) => ({
-  name: t.string({ required: false }),
+  name: t.string({ required: false, description: 'A name for people.' }),
   url: t.string({ required: false, description: 'The default destination: a webhook destination posting to this URL.' }),
   destination: t({ type: 'JSON', required: false, description: 'The default destination as a whole: {name?, type, config}.' }),
-  deliveryMode: t({ type: DeliveryModeEnum, required: false }),
-  maxInFlight: t.int({ required: false }),
-  timeoutMs: t.int({ required: false }),
-  retryPolicy: t({ type: 'JSON', required: false, description: '{maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults.' }),
-  defaultDelaySeconds: t.int({ required: false }),
-  throttleRatePerSecond: t.int({ required: false }),
-  customHeaders: t({ type: 'JSON', required: false }),
+  deliveryMode: t({ type: DeliveryModeEnum, required: false, description: `parallel (default) or strict_fifo ${from('strict_fifo')}: one delivery at a time, in order.` }),
+  maxInFlight: t.int({ required: false, description: 'Attempts in flight at once, 1..100 (default 10).' }),
+  timeoutMs: t.int({ required: false, description: 'Timeout of one attempt in ms, 1000..60000 (default 10000).' }),
+  retryPolicy: t({ type: 'JSON', required: false, description: `{maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn}; left-out fields take the defaults. Other than the default ${from('custom_retry_policy')}.` }),
+  defaultDelaySeconds: t.int({ required: false, description: `Delay before each delivery, 0..604800 seconds ${from('default_delay')}; null for none.` }),
+  throttleRatePerSecond: t.int({ required: false, description: `At most this many deliveries a second, 1..1000 ${from('throttling')}; null for no limit.` }),
+  customHeaders: t({ type: 'JSON', required: false, description: `Headers added to every delivery: {"name": "value"} ${from('custom_headers')}.` }),
 });
 
 builder.mutationField('createWebhook', (t) =>
   t.prismaField({
     type: CreatedWebhookRef,
+    description: 'Creates a webhook (active) with its ingest addresses and both secrets. Unset controls take their defaults; a control above the tier is 403 tier_required.',
     args: controlArgs(t.arg),
     resolve: (_q, _root, args, ctx) => createWebhook(ctx.rt, ctx.auth.projectId, args as CreateWebhookInput),
   }),
@@ -195,20 +202,22 @@ builder.mutationField('createWebhook', (t) =>
 builder.mutationField('updateWebhook', (t) =>
   t.prismaField({
     type: 'Webhook',
+    description: "Changes a webhook's name, default destination or controls; fields left out keep their values.",
     args: { id: t.arg.id({ required: true }), ...controlArgs(t.arg) },
     resolve: (_q, _root, { id, ...input }, ctx) => updateWebhook(ctx.rt, ctx.auth.projectId, String(id), input as CreateWebhookInput),
   }),
 );
 
-for (const [field, action] of [
-  ['pauseWebhook', pauseWebhook],
-  ['resumeWebhook', resumeWebhook],
-  ['archiveWebhook', archiveWebhook],
-  ['restoreWebhook', restoreWebhook],
+for (const [field, action, description] of [
+  ['pauseWebhook', pauseWebhook, 'Pauses an active webhook: ingest answers 409 webhook_paused and deliveries wait until it is resumed.'],
+  ['resumeWebhook', resumeWebhook, 'Resumes a paused webhook; the deliveries that waited run.'],
+  ['archiveWebhook', archiveWebhook, 'Archives an active or paused webhook: ingest answers 404; its history stays readable.'],
+  ['restoreWebhook', restoreWebhook, 'Restores an archived webhook; it comes back paused.'],
 ] as const) {
   builder.mutationField(field, (t) =>
     t.prismaField({
       type: 'Webhook',
+      description,
       args: { id: t.arg.id({ required: true }) },
       resolve: (_q, _root, args, ctx) => action(ctx.rt, ctx.auth.projectId, String(args.id)),
     }),
@@ -227,6 +236,7 @@ builder.mutationField('destroyWebhook', (t) =>
 builder.mutationField('rotateIngestSecret', (t) =>
   t.field({
     type: IngestRotationRef,
+    description: 'Creates a new ingest secret, shown once in the answer; the previous one stays valid for graceSeconds.',
     args: { id: t.arg.id({ required: true }), graceSeconds: t.arg.int({ required: false, description: 'Default 86400.' }) },
     resolve: (_root, args, ctx) => rotateSecret(ctx.rt, ctx.auth.projectId, String(args.id), 'ingest', args.graceSeconds),
   }),
@@ -235,6 +245,7 @@ builder.mutationField('rotateIngestSecret', (t) =>
 builder.mutationField('rotateSigningSecret', (t) =>
   t.field({
     type: SigningRotationRef,
+    description: 'Creates a new signing secret, shown once in the answer; deliveries carry signatures by both for graceSeconds.',
     args: { id: t.arg.id({ required: true }), graceSeconds: t.arg.int({ required: false, description: 'Default 86400.' }) },
     resolve: (_root, args, ctx) => rotateSecret(ctx.rt, ctx.auth.projectId, String(args.id), 'signing', args.graceSeconds),
   }),
@@ -243,7 +254,7 @@ builder.mutationField('rotateSigningSecret', (t) =>
 builder.mutationField('setWebhookTransform', (t) =>
   t.field({
     type: TransformRef,
-    description: '{kind:"jsonata", expression} sets the classic transform (Starter and above); {kind:null} removes it.',
+    description: 'Sets or removes the webhook\'s transform. {kind:"jsonata", expression} sets the classic transform (Starter and above); {kind:null} removes it.',
     args: {
       id: t.arg.id({ required: true }),
       kind: t.arg.string({ required: false }),
