@@ -11,7 +11,7 @@ import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
 import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
 import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
-import { registerDeliveryRefLoader } from './deliveries/publish.ts';
+import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';

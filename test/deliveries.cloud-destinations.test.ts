@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDestinationSenders, type DestinationSend } from '../src/destinations/senders/index.ts';
 import { sqsMessage } from '../src/destinations/senders/sqs.ts';
-import { encryptSecret } from '../src/secrets.ts';
+import { encryptSecret } from '../src/encryption.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { putEventsAnswer, sendMessageAnswer, sqsError, startAwsJsonServer, type AwsJsonCall } from './support/aws-json-server.ts';
 import { startPubSubServer } from './support/pubsub-server.ts';

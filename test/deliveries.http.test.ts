@@ -121,7 +121,7 @@ describe('HTTP delivery', () => {
     const { apiKey, projectId } = await app.project('pro');
     const wh = await createFixtureWebhook(app.rt, projectId, receiver.url);
     const { newWebhookSecret } = await import('./support/delivery-fixture.ts');
-    const { encryptSecret } = await import('../src/secrets.ts');
+    const { encryptSecret } = await import('../src/encryption.ts');
     const second = newWebhookSecret();
     await app.rt.db.prisma.webhookSecret.updateMany({ where: { webhookId: wh.id, kind: 'signing' }, data: { expiresAt: new Date(Date.now() + 60_000) } });
     await app.rt.db.prisma.webhookSecret.create({ data: { id: `whs_${Date.now()}`, webhookId: wh.id, kind: 'signing', version: 2, secretEnc: encryptSecret(second) } });

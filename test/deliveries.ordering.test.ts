@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requeueWebhookDeliveries } from '../src/deliveries/service.ts';
+import { requeueWebhookDeliveries } from '../src/deliveries/delivery-reads.ts';
 import { sweepDeliveries } from '../src/deliveries/sweep.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decryptSecret } from '../src/secrets.ts';
+import { decryptSecret } from '../src/encryption.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createWebhook } from './support/webhooks.ts';
 

@@ -1,17 +1,17 @@
 import type pg from 'pg';
 import { newId } from '../ids.ts';
-import { deliveryView } from './dto.ts';
-import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
+import { deliveryView } from './delivery-view.ts';
+import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
-import { decryptSecret } from '../secrets.ts';
+import { decryptSecret } from '../encryption.ts';
 import { claimDelivery, requeueJob, type ClaimedDelivery } from './claim.ts';
 import type { OutboundClient, OutboundResult } from './outbound-http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
-import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type RetryPolicy } from './retry-policy.ts';
+import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { signingHeaders } from './signing.ts';
-import { applyTransform } from '../webhooks/transform.ts';
+import { transformPayload } from '../webhook-config/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { JobTableVacuum } from './job-table-vacuum.ts';
 
@@ -304,7 +304,7 @@ async function buildDispatch(claim: ClaimedDelivery): Promise<Dispatch> {
   let transformed = false;
   const transform = claim.webhook.transform;
   if (transform?.kind === 'jsonata' && typeof transform.expression === 'string') {
-    ({ body, contentType } = await applyTransform(transform, body));
+    ({ body, contentType } = await transformPayload(transform, body));
     transformed = true;
   }
   const destHeaders = (claim.row.destination?.config?.headers ?? {}) as Record<string, string>;

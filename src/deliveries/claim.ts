@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { ATTEMPT_TASK } from './enqueue.ts';
-import { deliveryView } from './dto.ts';
-import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
+import { deliveryView } from './delivery-view.ts';
+import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 
 /** Extra time on top of the webhook's timeout before an attempt counts as lost (runner died). */
 export const LEASE_MARGIN_MS = 15_000;

@@ -1,7 +1,7 @@
 import { builder } from '../graphql/builder.ts';
 import { pageArgs, pageOf } from '../pagination/graphql.ts';
-import { publicDestination } from './dto.ts';
-import { deliveryTopic } from './publish.ts';
+import { publicDestination } from './delivery-view.ts';
+import { deliveryTopic } from './notify.ts';
 import {
   createBulkRedrive,
   createBulkReplay,
@@ -11,7 +11,7 @@ import {
   redriveDlqEntry,
   replayDelivery,
 } from './replay.ts';
-import { getDelivery, listDeliveries, listDeliveryAttempts, listWebhookDeliveries } from './service.ts';
+import { getDelivery, listDeliveries, listDeliveryAttempts, listWebhookDeliveries } from './delivery-reads.ts';
 
 const LastAttempt = builder.objectRef<{ statusCode: number | null; durationMs: number | null; error: string | null }>('LastAttempt').implement({
   fields: (t) => ({

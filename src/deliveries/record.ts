@@ -2,8 +2,8 @@ import type pg from 'pg';
 import { isDatabaseUnavailable } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { ATTEMPT_TASK } from './enqueue.ts';
-import { deliveryView } from './dto.ts';
-import { deliveryNotification, NOTIFY_CHANNEL } from './publish.ts';
+import { deliveryView } from './delivery-view.ts';
+import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 
 export interface AttemptResult {
   deliveryId: string;

@@ -8,7 +8,7 @@ import { enforceReplayQuota } from '../projects/quotas.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { insertDelivery } from './enqueue.ts';
-import { deliveryWhere, parseTime, type DeliveryFilters } from './service.ts';
+import { deliveryWhere, parseTime, type DeliveryFilters } from './delivery-reads.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 export const BULK_REPLAY_TASK = 'replays__run';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidRequest } from '../errors.ts';
-import { decryptSecret, encryptSecret } from '../secrets.ts';
+import { decryptSecret, encryptSecret } from '../encryption.ts';
 import { parseInput } from '../validation.ts';
 import { headerMapSchema } from '../webhooks/controls.ts';
 

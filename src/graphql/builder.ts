@@ -4,13 +4,9 @@ import RelayPlugin from '@pothos/plugin-relay';
 import { DateTimeResolver, JSONResolver, SafeIntResolver } from 'graphql-scalars';
 import type PrismaTypes from '../generated/pothos-types.ts';
 import { getDatamodel } from '../generated/pothos-types.ts';
+import type { Auth } from '../auth.ts';
 import type { Runtime } from '../runtime.ts';
 import { UnixTimeResolver } from './unix-time.ts';
-
-export interface Auth {
-  projectId: string;
-  apiKeyId: string;
-}
 
 export interface GraphQLContext {
   rt: Runtime;

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { Unauthorized } from '../errors.ts';
-import { constantTimeEqual } from '../secrets.ts';
+import { constantTimeEqual } from '../encryption.ts';
 import { openSecret } from '../webhooks/secrets.ts';
 
 export function producerUnauthorized(): Unauthorized {

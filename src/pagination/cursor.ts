@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { InvalidCursor, InvalidLimit } from '../errors.ts';
 import { config } from '../config.ts';
-import { constantTimeEqual, derivedKey } from '../secrets.ts';
+import { constantTimeEqual, derivedKey } from '../encryption.ts';
 
 let key: Buffer | undefined;
 function cursorKey(): Buffer {

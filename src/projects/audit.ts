@@ -1,10 +1,6 @@
 import type pg from 'pg';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { newId } from '../ids.ts';
-import { paginate, type PageRequest } from '../pagination/cursor.ts';
-import type { Runtime } from '../runtime.ts';
-import { requireFeature } from './gates.ts';
-import { getProject } from './service.ts';
 
 /**
  * Audit log: one row per management write, written in the same transaction as the write when the
@@ -40,31 +36,5 @@ export async function recordAudit(db: PrismaLike | SqlLike, entry: AuditEntry): 
   await db.query(
     `INSERT INTO audit_logs (id, project_id, actor, action, target_type, target_id, data) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     [id, entry.projectId, entry.actor, entry.action, entry.targetType, entry.targetId ?? null, JSON.stringify(data)],
-  );
-}
-
-export interface AuditLogFilters {
-  action?: string | null;
-  targetType?: string | null;
-  targetId?: string | null;
-}
-
-/** Newest first, cursor-paginated; Business tier and above (403 below). */
-export async function listAuditLogs(rt: Pick<Runtime, 'db'>, projectId: string, req: PageRequest & AuditLogFilters) {
-  const project = await getProject(rt, projectId);
-  requireFeature(project.tier, 'audit_log_api');
-  const filters = { action: req.action ?? null, targetType: req.targetType ?? null, targetId: req.targetId ?? null };
-  return paginate(req, `audit-logs:${projectId}`, filters, (after, take) =>
-    rt.db.prisma.auditLog.findMany({
-      where: {
-        projectId,
-        ...(after ? { id: { lt: after } } : {}),
-        ...(filters.action ? { action: filters.action } : {}),
-        ...(filters.targetType ? { targetType: filters.targetType } : {}),
-        ...(filters.targetId ? { targetId: filters.targetId } : {}),
-      },
-      orderBy: { id: 'desc' },
-      take,
-    }),
   );
 }

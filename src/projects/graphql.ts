@@ -1,6 +1,6 @@
 import { builder } from '../graphql/builder.ts';
 import { pageOf } from '../pagination/graphql.ts';
-import { listAuditLogs } from './audit.ts';
+import { listAuditLogs } from './audit-logs.ts';
 import { getWebhookQuotaOverrides, setWebhookQuotaOverrides, type WebhookQuotaView } from './overrides.ts';
 import { OVERRIDABLE_QUOTAS, projectQuotas, type QuotaOverrides } from './quotas.ts';
 import { createApiKey, getProject, listApiKeysPage, readProject, revokeApiKey, updateProject } from './service.ts';

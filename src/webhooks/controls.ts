@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_RETRY_POLICY, isDefaultRetryPolicy, retryPolicyInput, type RetryPolicy } from '../deliveries/retry-policy.ts';
+import { DEFAULT_RETRY_POLICY, isDefaultRetryPolicy, retryPolicyInput, type RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { InvalidRequest } from '../errors.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { parseInput } from '../validation.ts';

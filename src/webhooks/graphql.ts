@@ -7,14 +7,15 @@ import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 import { RoutingRuleRef } from '../routing/graphql.ts';
 import { webhookAddresses } from './addresses.ts';
-import type { RetryPolicy } from '../deliveries/retry-policy.ts';
+import type { RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { createWebhook, type CreateWebhookInput } from './create-webhook.ts';
 import { getWebhook } from './get-webhook.ts';
 import { archiveWebhook, destroyWebhook, pauseWebhook, restoreWebhook, resumeWebhook } from './lifecycle.ts';
 import { listWebhooks } from './list-webhooks.ts';
 import { listSecretVersions, rotateSecret } from './secrets.ts';
 import { testDelivery } from './test-delivery.ts';
-import { getTransform, setTransform, type TransformView } from './transform.ts';
+import { getTransform, setTransform } from './transform.ts';
+import { type TransformView } from '../webhook-config/transform.ts';
 import { updateWebhook } from './update-webhook.ts';
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;

@@ -2,7 +2,7 @@ import { InvalidState } from '../errors.ts';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { inTransaction } from '../db/client.ts';
 import type { Runtime } from '../runtime.ts';
-import { requeueWebhookDeliveries } from '../deliveries/service.ts';
+import { requeueWebhookDeliveries } from '../deliveries/delivery-reads.ts';
 import { getWebhook } from './get-webhook.ts';
 
 type Rt = Pick<Runtime, 'db'>;

@@ -4,7 +4,7 @@ import { InvalidRequest } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
-import { decryptSecret, encryptSecret } from '../secrets.ts';
+import { decryptSecret, encryptSecret } from '../encryption.ts';
 import { getWebhook } from './get-webhook.ts';
 
 type Rt = Pick<Runtime, 'db'>;

@@ -3,7 +3,7 @@ import type { Runtime } from '../runtime.ts';
 import { bodyForMatching, matchRule, type EventContext, type RoutingRule } from '../routing/rules.ts';
 import { parseInput } from '../validation.ts';
 import { getWebhook } from './get-webhook.ts';
-import { applyTransform } from './transform.ts';
+import { transformPayload } from '../webhook-config/transform.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -62,7 +62,7 @@ export async function testDelivery(rt: Rt, projectId: string, webhookId: string,
     // The bytes ingest would have stored: a string body as sent, anything else as JSON.
     const raw = typeof input.body === 'string' ? input.body : JSON.stringify(input.body ?? null);
     try {
-      payload = (await applyTransform(webhook.transform, Buffer.from(raw))).value;
+      payload = (await transformPayload(webhook.transform, Buffer.from(raw))).value;
     } catch (e) {
       payload = null;
       transformError = (e as Error).message;

@@ -3,7 +3,7 @@ import { parseDestinationObject, updateDestinationData } from '../destinations/s
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
-import type { RetryPolicy } from '../deliveries/retry-policy.ts';
+import type { RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { requireControlFeatures, resolveControls, type Controls } from './controls.ts';
 import { requireDefaultDestinationType, webhookNameSchema, type CreateWebhookInput } from './create-webhook.ts';
 import { getWebhook } from './get-webhook.ts';

@@ -3,7 +3,7 @@ import { inTransaction } from '../../src/db/client.ts';
 import { insertDelivery } from '../../src/deliveries/enqueue.ts';
 import { newId } from '../../src/ids.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { encryptSecret } from '../../src/secrets.ts';
+import { encryptSecret } from '../../src/encryption.ts';
 
 export function newWebhookSecret() {
   return `whsec_${randomBytes(32).toString('base64')}`;

@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts';
-import { deliveryView, type DeliveryView } from './dto.ts';
+import { deliveryView, type DeliveryView } from './delivery-view.ts';
 
 export const deliveryTopic = (projectId: string) => `delivery:${projectId}`;
 export const NOTIFY_CHANNEL = 'app_events';
