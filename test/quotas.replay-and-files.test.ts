@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../src/db/client.ts';
 import { toHttpError } from '../src/errors.ts';
-import { enforceFileStorageQuota, enforceReplayQuota, releaseFileStorage } from '../src/projects/quotas.ts';
+import { enforceFileStorageQuota, releaseFileStorage } from '../src/projects/quotas/file-storage.ts';
+import { enforceReplayQuota } from '../src/projects/quotas/replay.ts';
 import { setProjectQuota } from '../src/projects/service.ts';
 import { readUsage } from '../src/projects/usage.ts';
 import { createWebhookRow, rejection, simulateIngest } from './support/quota-fixtures.ts';

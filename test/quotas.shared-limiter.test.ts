@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXACT_RATE_LIMIT } from '../src/projects/quotas.ts';
+import { EXACT_RATE_LIMIT } from '../src/projects/quotas/limits.ts';
 import { setProjectQuota } from '../src/projects/service.ts';
 import { createWebhookRow, simulateIngest, withinOneSecond } from './support/quota-fixtures.ts';
 import { startTestApp, type TestApp } from './support/app.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enforceReplayQuota } from '../src/projects/quotas.ts';
+import { enforceReplayQuota } from '../src/projects/quotas/replay.ts';
 import { TIER_QUOTAS } from '../src/projects/tiers.ts';
 import { createWebhookRow, simulateIngest } from './support/quota-fixtures.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';

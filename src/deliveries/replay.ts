@@ -4,7 +4,7 @@ import { InvalidRequest, InvalidState, NotFound, PayloadGone, QuotaExceeded } fr
 import { newId } from '../ids.ts';
 import { paginate, type PageRequest } from '../pagination/cursor.ts';
 import { requireFeature } from '../projects/gates.ts';
-import { enforceReplayQuota } from '../projects/quotas.ts';
+import { enforceReplayQuota } from '../projects/quotas/replay.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { insertDelivery } from './enqueue.ts';

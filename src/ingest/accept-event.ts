@@ -1,6 +1,6 @@
 import { InvalidState, NotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { webhookQuotas } from '../projects/quotas.ts';
+import { webhookQuotas } from '../projects/quotas/limits.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
 import { assertStorable } from '../validation.ts';

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { NotFound, WebhookPaused } from '../errors.ts';
-import { ingestQuotaCte, INGEST_QUOTA_PARAMS, INGEST_RATE_HIT_CTE, ingestQuotaCheck, type IngestQuotaRow, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas.ts';
+import { NamedParams } from '../db/named-params.ts';
+import { ingestQuotaCheck, ingestQuotaCte, ingestRateHitCte, type IngestQuotaRow } from '../projects/quotas/ingest-check.ts';
+import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
 import type { InboundEvent } from './accept-event.ts';
 import { inTransaction } from '../db/client.ts';
@@ -23,16 +25,27 @@ export class StaleIngestTarget extends Error {
   }
 }
 
-const COLUMNS = 'id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size, payload_expires_at';
-const COLUMN_COUNT = 12;
-/** The columns' values, then the webhook's config_version the caller read. */
-const EVENT_PARAMS = COLUMN_COUNT + 1;
-const params = (first: number, n = COLUMN_COUNT) => Array.from({ length: n }, (_, i) => `$${first + i}`).join(', ');
-// The event row is written only while the webhook is still active, and still as the caller read
-// it, so a change committed since the lookup (a pause, a new secret, a routing rule) wins
-// without another round trip.
-const webhookActive = (first: number) =>
-  `EXISTS (SELECT 1 FROM webhooks WHERE id = $${first + 2} AND status = 'active' AND ($${first + COLUMN_COUNT}::int IS NULL OR config_version = $${first + COLUMN_COUNT}::int))`;
+/** The event row's columns, each bound as the statement parameter `event_<column>`. */
+const EVENT_COLUMNS = ['id', 'project_id', 'webhook_id', 'channel', 'method', 'path', 'query', 'headers', 'content_type', 'body', 'body_size', 'payload_expires_at'] as const;
+/** The name of the event insert, which later parts of the statement read (delivery, rate-window hit). */
+const STORED = 'stored';
+
+/**
+ * The event insert: written only while the webhook is still active, and still as the caller read
+ * it (`event_config_version`), so a change committed since the lookup (a pause, a new secret, a
+ * routing rule) wins without another round trip. `source` gates it (the quota checks' row).
+ */
+function eventInsert(p: NamedParams, source?: { from: string; where: string }): string {
+  const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`)).join(', ');
+  const webhookId = p.$('event_webhook_id');
+  const version = p.$('event_config_version', 'int');
+  const webhookActive = `EXISTS (SELECT 1 FROM webhooks WHERE id = ${webhookId} AND status = 'active' AND (${version} IS NULL OR config_version = ${version}))`;
+  return `${STORED} AS (
+  INSERT INTO events (${EVENT_COLUMNS.join(', ')})
+  SELECT ${values}${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${webhookActive}
+  RETURNING id, project_id, webhook_id
+)`;
+}
 
 /** The event's delivery, written by the same statement (ingest): routed destination and first run time. */
 export interface IngestDelivery {
@@ -44,57 +57,75 @@ export interface IngestDelivery {
   runAt: Date | null;
 }
 
-/**
- * The delivery and its graphile-worker job, after the event (`stored` returns the event's
- * id, project and webhook): the parameters after the event's are the delivery's id,
- * destination id, destination snapshot, status, run time and the attempt task's name.
- */
-const deliveryCtes = (first: number) => `, delivery AS (
+/** The delivery and its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
+const deliveryCtes = (p: NamedParams) => `, delivery AS (
   INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at)
-  SELECT $${first}, s.project_id, s.webhook_id, s.id, $${first + 1}, $${first + 2}, $${first + 3}, $${first + 4}::timestamptz FROM stored s
+  SELECT ${p.$('delivery_id')}, s.project_id, s.webhook_id, s.id, ${p.$('delivery_destination_id')}, ${p.$('delivery_destination')}, ${p.$('delivery_status')},
+         ${p.$('delivery_run_at', 'timestamptz')} FROM ${STORED} s
   RETURNING id, webhook_id, next_attempt_at
 ), job AS (
-  ${insertJobRows('delivery', `$${first + 5}`)}
+  ${insertJobRows('delivery', p.$('attempt_task'))}
 )`;
-const DELIVERY_PARAMS = 6;
+
+interface IngestStatement {
+  name: string;
+  text: string;
+  params: NamedParams;
+}
+
+function statement(name: string, build: (p: NamedParams) => string): IngestStatement {
+  const params = new NamedParams();
+  return { name, text: build(params), params };
+}
 
 /** QUOTA_ENFORCEMENT=off: the event alone, or with its delivery. */
-const INSERT_EVENT = {
-  name: 'ingest_insert_event',
-  text: `WITH stored AS (INSERT INTO events (${COLUMNS}) SELECT ${params(1)} WHERE ${webhookActive(1)} RETURNING id, project_id, webhook_id)
-SELECT EXISTS (SELECT FROM stored) AS stored`,
-};
-const INSERT_EVENT_AND_DELIVERY = {
-  name: 'ingest_insert_event_and_delivery',
-  text: `WITH stored AS (INSERT INTO events (${COLUMNS}) SELECT ${params(1)} WHERE ${webhookActive(1)} RETURNING id, project_id, webhook_id)
-${deliveryCtes(EVENT_PARAMS + 1)}
-SELECT EXISTS (SELECT FROM stored) AS stored, (SELECT count(*) FROM job) AS jobs`,
-};
+const INSERT_EVENT = statement('ingest_insert_event', (p) => `WITH ${eventInsert(p)}
+SELECT EXISTS (SELECT FROM ${STORED}) AS stored`);
+const INSERT_EVENT_AND_DELIVERY = statement('ingest_insert_event_and_delivery', (p) => `WITH ${eventInsert(p)}
+${deliveryCtes(p)}
+SELECT EXISTS (SELECT FROM ${STORED}) AS stored, (SELECT count(*) FROM job) AS jobs`);
 
 /**
  * The quota checks and the event in one statement: the event is written only when the checks
  * admit the request (and the webhook is active); a refusal comes back with the usage the checks
  * read, to name the exceeded quota. With the delivery, the whole of an ingest is this statement.
  */
-const FIRST = INGEST_QUOTA_PARAMS + 1;
-const withinQuotas = (withDelivery: boolean, readCounters = true) => `WITH ${ingestQuotaCte(readCounters)}, stored AS (
-  INSERT INTO events (${COLUMNS})
-  SELECT ${params(FIRST)} FROM ingest_quota WHERE ingest_quota.admitted AND ${webhookActive(FIRST)}
-  RETURNING id, project_id, webhook_id
-), ${INGEST_RATE_HIT_CTE}${withDelivery ? deliveryCtes(FIRST + EVENT_PARAMS) : ''}
-SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM stored) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''} FROM ingest_quota`;
-const INSERT_EVENT_WITHIN_QUOTAS = { name: 'ingest_insert_event_within_quotas', text: withinQuotas(false) };
-const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = { name: 'ingest_insert_event_and_delivery_within_quotas', text: withinQuotas(true) };
+const withinQuotas = (withDelivery: boolean, readCounters = true) => (p: NamedParams) => `WITH ${ingestQuotaCte(p, readCounters)},
+${eventInsert(p, { from: 'ingest_quota', where: 'ingest_quota.admitted' })}, ${ingestRateHitCte(STORED)}${withDelivery ? deliveryCtes(p) : ''}
+SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM ${STORED}) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''} FROM ingest_quota`;
+const INSERT_EVENT_WITHIN_QUOTAS = statement('ingest_insert_event_within_quotas', withinQuotas(false));
+const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = statement('ingest_insert_event_and_delivery_within_quotas', withinQuotas(true));
 /** The same, when the process's recent reading of the usage counters leaves ample headroom: the rate windows alone are read. */
-const INSERT_EVENT_WITHIN_RATE = { name: 'ingest_insert_event_within_rate', text: withinQuotas(false, false) };
-const INSERT_EVENT_AND_DELIVERY_WITHIN_RATE = { name: 'ingest_insert_event_and_delivery_within_rate', text: withinQuotas(true, false) };
+const INSERT_EVENT_WITHIN_RATE = statement('ingest_insert_event_within_rate', withinQuotas(false, false));
+const INSERT_EVENT_AND_DELIVERY_WITHIN_RATE = statement('ingest_insert_event_and_delivery_within_rate', withinQuotas(true, false));
 
-function eventValues(e: NewEvent): unknown[] {
-  return [e.id, e.projectId, e.webhookId, e.channel, e.method, e.path, JSON.stringify(e.query), JSON.stringify(e.headers), e.contentType, e.body, e.body.length, e.payloadExpiresAt, e.configVersion];
+function eventValues(e: NewEvent): Record<string, unknown> {
+  return {
+    event_id: e.id,
+    event_project_id: e.projectId,
+    event_webhook_id: e.webhookId,
+    event_channel: e.channel,
+    event_method: e.method,
+    event_path: e.path,
+    event_query: JSON.stringify(e.query),
+    event_headers: JSON.stringify(e.headers),
+    event_content_type: e.contentType,
+    event_body: e.body,
+    event_body_size: e.body.length,
+    event_payload_expires_at: e.payloadExpiresAt,
+    event_config_version: e.configVersion,
+  };
 }
 
-function deliveryValues(d: IngestDelivery): unknown[] {
-  return [d.id, d.destinationId, JSON.stringify(d.destination), d.status, d.runAt, ATTEMPT_TASK];
+function deliveryValues(d: IngestDelivery): Record<string, unknown> {
+  return {
+    delivery_id: d.id,
+    delivery_destination_id: d.destinationId,
+    delivery_destination: JSON.stringify(d.destination),
+    delivery_status: d.status,
+    delivery_run_at: d.runAt,
+    attempt_task: ATTEMPT_TASK,
+  };
 }
 
 /**
@@ -115,8 +146,8 @@ export async function storeEvent(
   delivery?: IngestDelivery,
 ): Promise<void> {
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length });
-  const values = [...(check?.values ?? []), ...eventValues(event), ...(delivery ? deliveryValues(delivery) : [])];
-  const statement = check
+  const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}) };
+  const chosen = check
     ? check.readCounters
       ? delivery
         ? INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS
@@ -128,7 +159,7 @@ export async function storeEvent(
       ? INSERT_EVENT_AND_DELIVERY
       : INSERT_EVENT;
   const run = async (client: pg.Pool | pg.PoolClient) => {
-    const { rows } = await client.query<IngestQuotaRow & { stored: boolean }>({ ...statement, values });
+    const { rows } = await client.query<IngestQuotaRow & { stored: boolean }>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
     check?.enforce(rows[0]);
     if (!rows[0].stored) throw await stateNow(client, event.webhookId, event.configVersion);
   };

@@ -2,7 +2,7 @@ import { builder } from '../graphql/builder.ts';
 import { pageOf } from '../pagination/graphql.ts';
 import { listAuditLogs } from './audit-logs.ts';
 import { getWebhookQuotaOverrides, setWebhookQuotaOverrides, type WebhookQuotaView } from './overrides.ts';
-import { OVERRIDABLE_QUOTAS, projectQuotas, type QuotaOverrides } from './quotas.ts';
+import { OVERRIDABLE_QUOTAS, projectQuotas, type QuotaOverrides } from './quotas/limits.ts';
 import { createApiKey, getProject, listApiKeysPage, readProject, revokeApiKey, updateProject } from './service.ts';
 import { requireFeature } from './gates.ts';
 import { QUOTA_NAMES, type TierQuotas } from './tiers.ts';

@@ -1,7 +1,7 @@
 import { InvalidRequest, NotFound } from '../errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { ADMIN_ACTOR, recordAudit } from './audit.ts';
-import { OVERRIDABLE_QUOTAS, projectQuotas, webhookOverrides, webhookQuotas, type OverridableQuota, type QuotaOverrides } from './quotas.ts';
+import { OVERRIDABLE_QUOTAS, projectQuotas, webhookOverrides, webhookQuotas, type OverridableQuota, type QuotaOverrides } from './quotas/limits.ts';
 import { getProject } from './service.ts';
 import type { TierQuotas } from './tiers.ts';
 
