@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import type { WorkDir } from './workdir.ts';
 
 export interface BenchDatabase {
@@ -62,7 +63,7 @@ export async function provisionDatabase(serverUrl: string | undefined, workDir: 
     created = true;
     const url = withDatabase(adminUrl, name);
     const started = Date.now();
-    await migrate(url);
+    await migrate(url, [ATTEMPT_TASK]);
     log(`database ${name} migrated (${Date.now() - started} ms)`);
     const version = await withClient(url, async (c) => (await c.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version);
     return { url, postgresVersion: `${version}${stopEmbedded ? ' (embedded)' : ''}`, dispose };
@@ -105,7 +106,7 @@ export async function createScenarioDatabase(runUrl: string, suffix: string): Pr
   const adminUrl = withDatabase(runUrl, 'postgres');
   await withClient(adminUrl, (c) => c.query(`CREATE DATABASE "${name}"`));
   const url = withDatabase(runUrl, name);
-  await migrate(url);
+  await migrate(url, [ATTEMPT_TASK]);
   return {
     url,
     dispose: () => withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),

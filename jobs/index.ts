@@ -1,6 +1,6 @@
 import type { TaskList } from 'graphile-worker';
 import type { DeliveryEngine } from '../src/deliveries/attempt.ts';
-import { ATTEMPT_TASK } from '../src/deliveries/enqueue.ts';
+import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { BULK_REPLAY_TASK } from '../src/deliveries/replay.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { deliveriesAttempt } from './deliveries__attempt.ts';

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { config } from './config.ts';
 import { EmbeddedDatabaseError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { ATTEMPT_TASK } from './deliveries/job.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { log } from './log.ts';
 
@@ -58,7 +59,7 @@ export async function migrateDatabase(url: string) {
   let applied: string[];
   for (let delay = 200; ; delay = Math.min(delay * 2, 2_000)) {
     try {
-      applied = await migrate(url);
+      applied = await migrate(url, [ATTEMPT_TASK]);
       break;
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;

@@ -2,7 +2,6 @@ import type { WorkerUtils } from 'graphile-worker';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import type { PgPubSub } from './db/pubsub.ts';
-import type { JobRunnerNudge } from './deliveries/enqueue.ts';
 
 /** What every service function needs: the database, pub/sub and config of this process. */
 export interface Runtime {
@@ -12,5 +11,10 @@ export interface Runtime {
   /** For adding jobs outside a transaction (inside one, use SQL `graphile_worker.add_job`). */
   workerUtils: WorkerUtils;
   /** Wakes job runners after a commit that added jobs without notifying them. */
-  runners: JobRunnerNudge;
+  runners: RunnerWakeUp;
+}
+
+/** Wakes job runners (deliveries/enqueue.ts implements it with one coalesced NOTIFY per process). */
+export interface RunnerWakeUp {
+  nudge(count?: number): void;
 }

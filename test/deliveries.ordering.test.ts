@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requeueWebhookDeliveries } from '../src/deliveries/delivery-reads.ts';
+import { requeueWebhookAttemptJobs } from '../src/deliveries/job.ts';
 import { sweepDeliveries } from '../src/deliveries/sweep.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
@@ -151,7 +151,7 @@ describe('ordering and concurrency across two runners', () => {
     expect(receiver.received).toHaveLength(0);
     expect((await app.api(apiKey, 'GET', `/v1/deliveries/${deliveryId}`)).body.status).toBe('queued');
     await app.rt.db.prisma.webhook.update({ where: { id: wh.id }, data: { status: 'active' } });
-    await requeueWebhookDeliveries(app.rt, wh.id);
+    await requeueWebhookAttemptJobs(app.rt.db.pool, wh.id);
     const [d] = (await allSettled(apiKey, [deliveryId]))!;
     expect(d.status).toBe('succeeded');
     await receiver.close();

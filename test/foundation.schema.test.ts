@@ -4,6 +4,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { diffSchemas, schemaSide } from '../scripts/schema-diff.ts';
 import { createTestDatabase, serverUrl } from './support/database.ts';
 
@@ -27,7 +28,7 @@ describe('schema sources agree', () => {
     try {
       for (const c of [a, b]) await c.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public; DROP SCHEMA IF EXISTS graphile_worker CASCADE');
       await a.query(await diffSchemas(url, { tag: 'empty' }, schemaSide('schema.prisma', current)));
-      await migrate(fromMigrations);
+      await migrate(fromMigrations, [ATTEMPT_TASK]);
       const catalog = async (c: pg.Client) =>
         (
           await c.query(`
@@ -45,7 +46,7 @@ describe('schema sources agree', () => {
 
   it('migrations are idempotent and safe to run from several processes at once', async () => {
     const url = await createTestDatabase();
-    const results = await Promise.all([migrate(url), migrate(url), migrate(url)]);
+    const results = await Promise.all([migrate(url, [ATTEMPT_TASK]), migrate(url, [ATTEMPT_TASK]), migrate(url, [ATTEMPT_TASK])]);
     expect(results.flat()).toEqual([]); // the template was already migrated
   });
 });

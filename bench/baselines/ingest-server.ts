@@ -2,7 +2,7 @@
 // durable statement, committing on its own: INSERT the event (~1 KB body), its delivery and
 // its graphile-worker job (written as the service writes it, without a NOTIFY inside the
 // commit). No producer auth, no webhook lookup, no routing, no quota checks.
-import { ATTEMPT_TASK, insertJobRows } from '../../src/deliveries/enqueue.ts';
+import { ATTEMPT_TASK, insertAttemptJobRows } from '../../src/deliveries/job.ts';
 import { newId } from '../../src/ids.ts';
 import { readBody, sendJson, serveBare } from './bare-server.ts';
 
@@ -32,7 +32,7 @@ await serveBare(
         INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at)
         SELECT $9, $2, $3, e.id, $10, $11, 'scheduled', $12 FROM e RETURNING id, webhook_id, next_attempt_at
       ), job AS (
-        ${insertJobRows('d', '$13')}
+        ${insertAttemptJobRows('d', '$13')}
       )
       SELECT count(*) FROM job`,
       values: [eventId, PROJECT, WEBHOOK, req.method, JSON.stringify(req.headers), req.headers['content-type'] ?? null, body, body.length,

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
-import { ATTEMPT_TASK } from '../deliveries/enqueue.ts';
 
 const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
 const LOCK_KEY = 727_001; // advisory lock id shared by every process that migrates
@@ -30,9 +29,10 @@ export async function listMigrations(): Promise<{ name: string; sql: string }[]>
 /**
  * Applies pending migrations (the app's, then graphile-worker's) under an advisory
  * lock, so processes starting together against one database are safe.
- * Returns the names applied now.
+ * `directTasks`: tasks whose jobs the app writes into graphile-worker's table itself (ingest's
+ * attempt jobs), which need their task row to exist. Returns the names applied now.
  */
-export async function migrate(url: string): Promise<string[]> {
+export async function migrate(url: string, directTasks: readonly string[]): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const applied: string[] = [];
@@ -60,11 +60,12 @@ export async function migrate(url: string): Promise<string[]> {
       }
     }
     await runWorkerMigrations({ connectionString: url, logger: quietLogger });
-    // insertDelivery writes job rows itself and needs the task's row, which graphile-worker
-    // otherwise creates only when a job is first added through it.
+    // Job rows written directly need their task's row, which graphile-worker otherwise creates
+    // only when a job is first added through it.
     await client.query(
-      `INSERT INTO graphile_worker._private_tasks (identifier) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_tasks WHERE identifier = $1)`,
-      [ATTEMPT_TASK],
+      `INSERT INTO graphile_worker._private_tasks (identifier) SELECT t FROM unnest($1::text[]) t
+        WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_tasks WHERE identifier = t)`,
+      [directTasks],
     );
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});

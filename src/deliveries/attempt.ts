@@ -5,7 +5,8 @@ import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import { decryptSecret } from '../encryption.ts';
-import { claimDelivery, requeueJob, type ClaimedDelivery } from './claim.ts';
+import { claimDelivery, type ClaimedDelivery } from './claim.ts';
+import { requeueAttemptJob } from './job.ts';
 import type { OutboundClient, OutboundResult } from './outbound-http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
@@ -126,7 +127,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
           // Strict FIFO or throttled: each delivery goes its own way, with its own job.
           stopDraining();
           single = true;
-          for (const id of named.ids) await requeueJob(db, id, new Date());
+          for (const id of named.ids) await requeueAttemptJob(db, id, new Date());
           if (round === 0) return await attemptOne(engine, deliveryId);
           break;
         }
@@ -137,7 +138,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
         drained = batch.webhookId;
         engine.jobTable.noteDeleted(batch.jobsDeleted);
         for (const id of batch.lost) track(attemptOne(engine, id));
-        for (const n of batch.notDue) await requeueJob(db, n.id, n.at);
+        for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);
         // Sent while their `delivering` notifications go out; each result waits for those, so
         // subscribers see the changes in order.
         const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
@@ -166,7 +167,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
     const left = drain?.take();
     if (left?.ids.length) handOff = true;
     await Promise.all(inFlight);
-    if (single) for (const id of left?.ids ?? []) await requeueJob(db, id, new Date());
+    if (single) for (const id of left?.ids ?? []) await requeueAttemptJob(db, id, new Date());
     else if (handOff && drained) await handOffDueDeliveries(db, drained);
     left?.release();
   }
@@ -185,7 +186,7 @@ async function publishClaimed(db: pg.Pool, claims: ClaimedDelivery[]): Promise<v
 async function attemptOne(engine: DeliveryEngine, deliveryId: string): Promise<void> {
   const db = engine.rt.db.relaxedPool;
   const outcome = await claimDelivery(db, deliveryId);
-  if (outcome.kind === 'later') await requeueJob(db, deliveryId, outcome.runAt);
+  if (outcome.kind === 'later') await requeueAttemptJob(db, deliveryId, outcome.runAt);
   if (outcome.kind !== 'claimed') return;
   if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
   await sendClaimed(engine, outcome.claim);

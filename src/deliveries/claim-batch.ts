@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
-import { ATTEMPT_TASK } from './enqueue.ts';
+import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
 
 /** Most deliveries of one webhook a drain (see attemptDelivery) has in flight at once, and so claims in one statement. */
 export const DRAIN_MAX_IN_FLIGHT = 200;
@@ -42,7 +42,7 @@ export type BatchClaimOutcome =
 export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webhookId: string): Promise<void> {
   await client.query({
     name: 'hand_off_due_deliveries',
-    text: `SELECT graphile_worker.add_job($2, json_build_object('deliveryId', n.id, 'webhookId', $1::text), job_key := 'del:' || n.id, max_attempts := 25)
+    text: `SELECT ${addAttemptJobSql('$2', 'n.id', '$1::text')}
              FROM (SELECT u.id FROM (
                      (SELECT id, seq FROM deliveries WHERE webhook_id = $1 AND status = 'queued' ORDER BY seq LIMIT 1)
                      UNION ALL
@@ -94,7 +94,7 @@ WITH w AS (
     (SELECT q.id, q.seq FROM (
        SELECT d.id, d.seq FROM deliveries d WHERE (SELECT batchable FROM w) AND d.webhook_id = (SELECT id FROM w) AND d.status = 'queued'
         ORDER BY d.seq LIMIT $2 + $5::int) q
-      WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = 'del:' || q.id AND j.locked_at IS NOT NULL)
+      WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = ${attemptJobKeySql('q.id')} AND j.locked_at IS NOT NULL)
       ORDER BY q.seq LIMIT $2)
     UNION
     (SELECT d.id, d.seq FROM deliveries d WHERE (SELECT batchable FROM w) AND d.webhook_id = (SELECT id FROM w) AND d.status = 'retrying'
@@ -118,7 +118,7 @@ WITH w AS (
    WHERE id = (SELECT id FROM w) AND EXISTS (SELECT 1 FROM upd)
 ), gone AS (
   DELETE FROM graphile_worker._private_jobs j
-   WHERE j.key IN (SELECT 'del:' || id FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
+   WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
   RETURNING 1
 )
 SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0) AS free_slots, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,

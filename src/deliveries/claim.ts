@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { ATTEMPT_TASK } from './enqueue.ts';
 import { deliveryView } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 
@@ -174,13 +173,3 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
   };
 }
 
-/** Re-queues the delivery's job (a new job: the running one is locked and finishes now). */
-export async function requeueJob(client: pg.PoolClient | pg.Pool, deliveryId: string, runAt: Date) {
-  await client.query(`SELECT graphile_worker.add_job($1, json_build_object('deliveryId', id, 'webhookId', webhook_id), run_at := $3::timestamptz, job_key := $4, max_attempts := 25)
-                        FROM deliveries WHERE id = $2`, [
-    ATTEMPT_TASK,
-    deliveryId,
-    runAt,
-    `del:${deliveryId}`,
-  ]);
-}

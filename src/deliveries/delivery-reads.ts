@@ -1,7 +1,6 @@
 import { InvalidRequest, NotFound } from '../errors.ts';
 import { paginate, type PageRequest } from '../pagination/cursor.ts';
 import type { Runtime } from '../runtime.ts';
-import { ATTEMPT_TASK } from './enqueue.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -70,24 +69,4 @@ export async function listDeliveryAttempts(rt: Rt, projectId: string, deliveryId
       }),
     (a) => String(a.number),
   );
-}
-
-/**
- * After a webhook becomes active again: queue a job for each waiting delivery (for
- * strict FIFO only the head; the rest follow it). Called by the webhook lifecycle.
- */
-export async function requeueWebhookDeliveries(rt: Rt, webhookId: string): Promise<number> {
-  const { rows } = await rt.db.pool.query(
-    `WITH w AS (SELECT delivery_mode FROM webhooks WHERE id = $1),
-     pending AS (
-       SELECT d.id, d.webhook_id, d.next_attempt_at FROM deliveries d
-        WHERE d.webhook_id = $1 AND d.status IN ('queued','scheduled','retrying','delivering')
-          AND ((SELECT delivery_mode FROM w) = 'parallel' OR d.seq = (
-            SELECT min(seq) FROM deliveries x WHERE x.webhook_id = $1 AND x.status IN ('queued','scheduled','retrying','delivering'))))
-     SELECT graphile_worker.add_job($2, json_build_object('deliveryId', id, 'webhookId', webhook_id), run_at := COALESCE(next_attempt_at::timestamptz, now()),
-                                    job_key := 'del:' || id, max_attempts := 25)
-       FROM pending`,
-    [webhookId, ATTEMPT_TASK],
-  );
-  return rows.length;
 }

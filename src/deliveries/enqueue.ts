@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
-
-export const ATTEMPT_TASK = 'deliveries__attempt';
+import { ATTEMPT_TASK, insertAttemptJobRows } from './job.ts';
 
 export interface NewDelivery {
   projectId: string;
@@ -42,7 +41,7 @@ export async function insertDelivery(client: pg.PoolClient | pg.Client, d: NewDe
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9, $10, $11, $12, $13)
        RETURNING id, webhook_id, next_attempt_at
      ), job AS (
-       ${insertJobRows('d', '$14')}
+       ${insertAttemptJobRows('d', '$14')}
      )
      SELECT (SELECT count(*) FROM job) AS jobs, pg_notify('jobs:insert', '{"count":1}')`,
     values: [
@@ -63,20 +62,6 @@ export async function insertDelivery(client: pg.PoolClient | pg.Client, d: NewDe
     ],
   });
   return { id, status };
-}
-
-/**
- * The INSERT of graphile-worker job rows for deliveries just inserted (`from` has their id,
- * webhook_id and next_attempt_at), written as graphile-worker's add_job() writes a new job,
- * without its NOTIFY (see insertDelivery). `taskParam` holds ATTEMPT_TASK. A missing task row
- * (migrate() creates it) fails the statement rather than losing the job.
- */
-export function insertJobRows(from: string, taskParam: string): string {
-  return `INSERT INTO graphile_worker._private_jobs (task_id, payload, run_at, max_attempts, key)
-       SELECT (SELECT t.id FROM graphile_worker._private_tasks t WHERE t.identifier = ${taskParam}),
-              json_build_object('deliveryId', x.id, 'webhookId', x.webhook_id), COALESCE(x.next_attempt_at, now()), 25, 'del:' || x.id
-         FROM ${from} x
-       RETURNING id`;
 }
 
 /**

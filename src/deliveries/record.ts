@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { isDatabaseUnavailable } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { ATTEMPT_TASK } from './enqueue.ts';
+import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
 import { deliveryView } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 
@@ -89,10 +89,10 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
          FROM upd JOIN r ON r.id = upd.id WHERE upd.status = 'failed'
        ON CONFLICT (delivery_id) DO NOTHING
      ), retry_job AS (
-       SELECT graphile_worker.add_job($2, json_build_object('deliveryId', id, 'webhookId', webhook_id), run_at := next_attempt_at, job_key := 'del:' || id, max_attempts := 25)
+       SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', 'next_attempt_at')}
          FROM upd WHERE upd.status = 'retrying'
      ), next_head AS (
-       SELECT graphile_worker.add_job($2, json_build_object('deliveryId', n.id, 'webhookId', upd.webhook_id), job_key := 'del:' || n.id, max_attempts := 25)
+       SELECT ${addAttemptJobSql('$2', 'n.id', 'upd.webhook_id')}
          FROM upd
          JOIN webhooks w ON w.id = upd.webhook_id AND w.delivery_mode = 'strict_fifo' AND w.status = 'active'
          CROSS JOIN LATERAL (

@@ -1,6 +1,6 @@
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
-import { ATTEMPT_TASK } from './enqueue.ts';
+import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
 
 const SWEEP_LOCK = 727_003;
 
@@ -26,14 +26,14 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
                 OR (d.status <> 'delivering' AND COALESCE(d.next_attempt_at, d.updated_at) < now() - interval '20 seconds'
                     AND NOT EXISTS (
                       SELECT 1 FROM graphile_worker._private_jobs j
-                       WHERE j.key = 'del:' || d.id AND (j.locked_at IS NULL OR j.locked_at > now() - interval '5 minutes'))
+                       WHERE j.key = ${attemptJobKeySql('d.id')} AND (j.locked_at IS NULL OR j.locked_at > now() - interval '5 minutes'))
                     -- A parallel webhook with attempts in flight is being drained: like a FIFO webhook's, only its
                     -- oldest waiting delivery needs a job of its own.
                     AND ((w.delivery_mode = 'parallel' AND w.in_flight = 0) OR d.seq = (
                       SELECT min(x.seq) FROM deliveries x WHERE x.webhook_id = d.webhook_id AND x.status IN ('queued','scheduled','retrying','delivering'))))
               )
             LIMIT 1000)
-         SELECT graphile_worker.add_job($1, json_build_object('deliveryId', id, 'webhookId', webhook_id), job_key := 'del:' || id, max_attempts := 25) FROM candidates`,
+         SELECT ${addAttemptJobSql('$1', 'id', 'webhook_id')} FROM candidates`,
         [ATTEMPT_TASK],
       );
       if (rows.length > 0) log.info({ requeued: rows.length }, 'delivery sweep re-queued deliveries');

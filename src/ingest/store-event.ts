@@ -6,7 +6,7 @@ import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/
 import type { Runtime } from '../runtime.ts';
 import type { InboundEvent } from './accept-event.ts';
 import { inTransaction } from '../db/client.ts';
-import { ATTEMPT_TASK, insertJobRows } from '../deliveries/enqueue.ts';
+import { ATTEMPT_TASK, insertAttemptJobRows } from '../deliveries/job.ts';
 
 /** An event row as ingest writes it: the inbound event, with its ids and retention. */
 export interface NewEvent extends InboundEvent {
@@ -64,7 +64,7 @@ const deliveryCtes = (p: NamedParams) => `, delivery AS (
          ${p.$('delivery_run_at', 'timestamptz')} FROM ${STORED} s
   RETURNING id, webhook_id, next_attempt_at
 ), job AS (
-  ${insertJobRows('delivery', p.$('attempt_task'))}
+  ${insertAttemptJobRows('delivery', p.$('attempt_task'))}
 )`;
 
 interface IngestStatement {

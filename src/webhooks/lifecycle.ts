@@ -2,7 +2,7 @@ import { InvalidState } from '../errors.ts';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { inTransaction } from '../db/client.ts';
 import type { Runtime } from '../runtime.ts';
-import { requeueWebhookDeliveries } from '../deliveries/delivery-reads.ts';
+import { removeWebhookAttemptJobs, requeueWebhookAttemptJobs } from '../deliveries/job.ts';
 import { getWebhook } from './get-webhook.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -28,7 +28,7 @@ export async function transitionWebhook(rt: Rt, projectId: string, webhookId: st
   const webhook = await getWebhook(rt, projectId, webhookId);
   if (result.count === 0) throw new InvalidState(`Cannot ${action} a webhook that is ${webhook.status} (allowed from ${from.join(' or ')}).`);
   // Deliveries that waited while the webhook was paused or archived run now.
-  if (to === 'active') await requeueWebhookDeliveries(rt, webhookId);
+  if (to === 'active') await requeueWebhookAttemptJobs(rt.db.pool, webhookId);
   return webhook;
 }
 
@@ -46,13 +46,7 @@ export async function destroyWebhook(rt: Rt, projectId: string, webhookId: strin
   const webhook = await getWebhook(rt, projectId, webhookId);
   if (webhook.status !== 'archived') throw new InvalidState(`Only an archived webhook can be destroyed; this one is ${webhook.status}.`);
   await inTransaction(rt.db.pool, async (client) => {
-    // Jobs of its unfinished deliveries (keyed `del:<id>`) go first, while the deliveries
-    // still name them; a running one is only kept from retrying, and finds its delivery gone.
-    await client.query(
-      `SELECT graphile_worker.remove_job('del:' || id) FROM deliveries
-        WHERE webhook_id = $1 AND status IN ('queued', 'scheduled', 'delivering', 'retrying')`,
-      [webhookId],
-    );
+    await removeWebhookAttemptJobs(client, webhookId);
     const gone = await client.query(`DELETE FROM webhooks WHERE id = $1 AND project_id = $2 AND status = 'archived'`, [webhookId, projectId]);
     if (gone.rowCount === 0) throw new InvalidState('The webhook changed state while being destroyed; it is no longer archived.');
     await client.query('DELETE FROM dlq_entries WHERE webhook_id = $1', [webhookId]);

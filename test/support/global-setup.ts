@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { ATTEMPT_TASK } from '../../src/deliveries/job.ts';
 
 export const TEMPLATE_DB = `test_template_${process.pid}`;
 
@@ -32,7 +33,7 @@ export async function setup(project: TestProject) {
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
   await admin.end();
-  await migrate(withDatabase(serverUrl, TEMPLATE_DB));
+  await migrate(withDatabase(serverUrl, TEMPLATE_DB), [ATTEMPT_TASK]);
   await mkdir('.tmp', { recursive: true });
   project.provide('pgServerUrl', serverUrl);
   project.provide('pgTemplate', TEMPLATE_DB);
