@@ -9,7 +9,6 @@ import { createHttpIngestHandler } from './ingest/http-ingest.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
-import { createOutboundClient, type OutboundClient } from './deliveries/outbound-http.ts';
 import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
@@ -48,7 +47,6 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   let http: HttpServer | undefined;
   let runner: Runner | undefined;
-  let outbound: OutboundClient | undefined;
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
   let stopRequested = false;
@@ -61,8 +59,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     log.info({ port: http.port }, 'http server listening');
   }
   if (opts.worker !== false) {
-    outbound = createOutboundClient({ allowPrivate: config.ALLOW_PRIVATE_DESTINATIONS });
-    engine = createDeliveryEngine(rt, outbound);
+    engine = createDeliveryEngine(rt);
     const taskList = createTaskList(rt, engine);
     const startRunner = async () => {
       let poolId: string | undefined;
@@ -135,7 +132,6 @@ export async function startApp(opts: AppOptions): Promise<App> {
         await http?.close(config.SHUTDOWN_TIMEOUT_MS);
         sweeper?.stop();
         await runner?.stop();
-        outbound?.close();
         await engine?.senders.close();
         await pubsub.close();
         await workerUtils.release();

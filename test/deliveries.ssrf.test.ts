@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOutboundClient, isPrivateAddress } from '../src/deliveries/outbound-http.ts';
+import { createOutboundClient, isPrivateAddress } from '../src/destinations/senders/http.ts';
 import { startReceiver } from './support/receiver.ts';
 
 describe('outbound safety', () => {

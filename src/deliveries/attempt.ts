@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime.ts';
 import { decryptSecret } from '../encryption.ts';
 import { claimDelivery, type ClaimedDelivery } from './claim.ts';
 import { requeueAttemptJob } from './job.ts';
-import type { OutboundClient, OutboundResult } from './outbound-http.ts';
+import type { OutboundResult } from '../destinations/senders/http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type RetryPolicy } from '../webhook-config/retry-policy.ts';
@@ -16,23 +16,21 @@ import { transformPayload } from '../webhook-config/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { JobTableVacuum } from './job-table-vacuum.ts';
 
-const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
 const MAX_RETRY_AFTER_MS = 3_600_000;
 
 export interface DeliveryEngine {
   rt: Runtime;
-  outbound: OutboundClient;
   recorder: AttemptRecorder;
-  /** Clients for the non-HTTP destination types (SQS, EventBridge, Pub/Sub, object storage). */
+  /** The senders of every destination type (webhook, SQS, EventBridge, Pub/Sub, object storage). */
   senders: DestinationSenders;
   /** The drains running on this runner, by webhook (see attemptDelivery). */
   drains: Map<string, Drain>;
   jobTable: JobTableVacuum;
 }
 
-export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): DeliveryEngine {
+export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
-  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+  return { rt, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
@@ -229,42 +227,15 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     return;
   }
 
-  const destination = claim.row.destination ?? {};
-  if ((destination.type ?? 'webhook') !== 'webhook') {
-    const res = await engine.senders.send(destination, {
-      dispatch,
-      signing: signingHeaders(claim.signingSecretsEnc.map(signingSecret), claim.row.event_id, dispatch.body),
-      timeoutMs: claim.webhook.timeoutMs,
-      ids: { deliveryId: claim.row.id, eventId: claim.row.event_id, webhookId: claim.row.webhook_id },
-    });
-    await record({
-      ...base,
-      ...classify(res, policy, claim.attempt),
-      durationMs: res.durationMs,
-      statusCode: res.statusCode ?? null,
-      responseSnippet: res.snippet ?? null,
-      dispatch: snapshotToStore(claim, dispatch),
-    });
-    return;
-  }
-  const url: string = destination.config?.url ?? destination.url;
-  const secrets = claim.signingSecretsEnc.map(signingSecret);
-  const headers: Record<string, string> = {
-    'user-agent': USER_AGENT,
-    ...dispatch.headers,
-    ...signingHeaders(secrets, claim.row.event_id, dispatch.body),
-  };
-  const res = await engine.outbound.send({
-    url,
-    method: destination.config?.method ?? 'POST',
-    headers,
-    body: dispatch.body,
+  const res = await engine.senders.send(claim.row.destination ?? {}, {
+    dispatch,
+    signing: signingHeaders(claim.signingSecretsEnc.map(signingSecret), claim.row.event_id, dispatch.body),
     timeoutMs: claim.webhook.timeoutMs,
+    ids: { deliveryId: claim.row.id, eventId: claim.row.event_id, webhookId: claim.row.webhook_id },
   });
-  const result = classify(res, policy, claim.attempt);
   await record({
     ...base,
-    ...result,
+    ...classify(res, policy, claim.attempt),
     durationMs: res.durationMs,
     statusCode: res.statusCode ?? null,
     responseSnippet: res.snippet ?? null,

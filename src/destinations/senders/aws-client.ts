@@ -1,6 +1,6 @@
 import { isThrottlingError } from '@smithy/core/retry';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { BlockedAddress, type OutboundResult } from '../../deliveries/outbound-http.ts';
+import { BlockedAddress, type OutboundResult } from './http.ts';
 import { guardedAgents } from './endpoint-guard.ts';
 
 export interface AwsCredentials {

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { guardedLookup, isPrivateAddress } from '../../deliveries/outbound-http.ts';
+import { guardedLookup, isPrivateAddress } from './http.ts';
 
 /**
  * The same outbound rule as HTTP destinations: a destination must not steer the service into

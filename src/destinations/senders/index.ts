@@ -1,7 +1,8 @@
-import type { OutboundResult } from '../../deliveries/outbound-http.ts';
+import { createOutboundClient, type OutboundResult } from './http.ts';
 import { log } from '../../log.ts';
 import { destinationCredentials, type DestinationSnapshot, type DestinationType } from '../config.ts';
 import type { DestinationSend, DestinationSender, SenderOptions } from './types.ts';
+import { createWebhookSender } from './webhook.ts';
 
 export type { DestinationSend } from './types.ts';
 
@@ -28,12 +29,15 @@ interface Entry {
 }
 
 /**
- * The senders for the non-HTTP destination types, one client per destination config and
- * credentials (the snapshot's stored config, credentials still sealed, is the key: a changed
- * destination gets a new client, an unchanged one reuses its connections across deliveries).
+ * The senders of every destination type. `webhook` shares one HTTP client; the cloud types get
+ * one client per destination config and credentials (the snapshot's stored config, credentials
+ * still sealed, is the key: a changed destination gets a new client, an unchanged one reuses its
+ * connections across deliveries).
  */
 export function createDestinationSenders(opts: SenderOptions & { maxClients?: number }) {
   const max = Math.max(1, opts.maxClients ?? MAX_CLIENTS);
+  const http = createOutboundClient({ allowPrivate: opts.allowPrivate });
+  const webhook = createWebhookSender(http);
   const entries = new Map<string, Entry>();
 
   const close = (entry: Entry) =>
@@ -68,8 +72,9 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
   }
 
   return {
-    /** Sends one delivery to a non-HTTP destination; never throws. */
+    /** Sends one delivery to its destination; never throws. */
     async send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
+      if ((destination.type ?? 'webhook') === 'webhook') return webhook.send(destination, req);
       let entry: Entry;
       try {
         entry = acquire(destination);
@@ -96,6 +101,7 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
       }
     },
     async close() {
+      http.close();
       const all = [...entries.values()];
       entries.clear();
       for (const e of all) e.evicted = true;

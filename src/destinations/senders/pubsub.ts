@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { PubSub, type ClientConfig, type Topic } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
-import type { OutboundResult } from '../../deliveries/outbound-http.ts';
+import type { OutboundResult } from './http.ts';
 import { checkedAddresses } from './endpoint-guard.ts';
 import { elapsedSince, type DestinationSender, type SenderOptions } from './types.ts';
 
