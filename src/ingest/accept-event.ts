@@ -6,19 +6,8 @@ import type { Runtime } from '../runtime.ts';
 import { assertStorable } from '../validation.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
+import type { InboundEvent } from './inbound-event.ts';
 import { StaleIngestTarget, storeEvent } from './store-event.ts';
-
-/** An inbound event as a channel (HTTP, form, email, schedule) received it. */
-export interface InboundEvent {
-  channel: 'http' | 'form' | 'email' | 'schedule';
-  method: string | null;
-  path: string | null;
-  query: Record<string, unknown>;
-  /** Lower-case names, credentials already removed. */
-  headers: Record<string, unknown>;
-  contentType: string | null;
-  body: Buffer;
-}
 
 export interface AcceptedEvent {
   eventId: string;

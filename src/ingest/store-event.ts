@@ -4,7 +4,7 @@ import { NamedParams } from '../db/named-params.ts';
 import { ingestQuotaCheck, ingestQuotaCte, ingestRateHitCte, type IngestQuotaRow } from '../projects/quotas/ingest-check.ts';
 import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
-import type { InboundEvent } from './accept-event.ts';
+import type { InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
 import { ATTEMPT_TASK, insertAttemptJobRows } from '../deliveries/job.ts';
 
