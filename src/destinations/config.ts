@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { InvalidRequest } from '../errors.ts';
 import { decryptSecret, encryptSecret } from '../encryption.ts';
 import { parseInput } from '../validation.ts';
-import { headerMapSchema } from '../webhooks/controls.ts';
+import { headerMapSchema } from '../webhook-config/custom-headers.ts';
 
 export const DESTINATION_TYPES = ['webhook', 'aws_sqs', 'aws_eventbridge', 'gcp_pubsub', 'object_storage'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];

@@ -3,6 +3,7 @@ import { DEFAULT_RETRY_POLICY, isDefaultRetryPolicy, retryPolicyInput, type Retr
 import { InvalidRequest } from '../errors.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { parseInput } from '../validation.ts';
+import { headerMapSchema } from '../webhook-config/custom-headers.ts';
 
 export const CONTROL_DEFAULTS = {
   deliveryMode: 'parallel' as const,
@@ -16,21 +17,6 @@ export const CONTROL_DEFAULTS = {
 const retryPolicySchema = retryPolicyInput.superRefine((p, ctx) => {
   if (p.retryOn && new Set(p.retryOn).size !== p.retryOn.length) ctx.addIssue({ code: 'custom', path: ['retryOn'], message: 'must not repeat values' });
 });
-
-// Names the sender controls; anything that frames or signs the request is ours.
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-export const headerMapSchema = z
-  .record(z.string().max(4096).refine((v) => !/[\r\n\0]/.test(v), 'must not contain line breaks'))
-  .superRefine((h, ctx) => {
-    const names = Object.keys(h);
-    if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
-    for (const name of names) {
-      if (!TOKEN.test(name) || name.length > 256) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
-      else if (RESERVED_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the service and cannot be overridden' });
-    }
-  });
 
 /** Controls as a caller may send them on create or update (undefined: left out). */
 export interface ControlsInput {

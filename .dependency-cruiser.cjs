@@ -1,0 +1,58 @@
+// The layering of src/ (docs/architecture.md), checked by test/structure.layering.test.ts and by
+// `npx depcruise src` (dependency-cruiser).
+const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|conversations';
+
+// What a domain offers its siblings: service functions, pure rules and types, and the GraphQL
+// types other domains' fields are built from. Everything else in a domain is its own.
+const PUBLIC = [
+  '^src/projects/(service|gates|tiers|audit)\\.ts$',
+  '^src/projects/quotas/(limits|ingest-check|replay|file-storage)\\.ts$',
+  '^src/webhook-config/',
+  '^src/webhooks/(get-webhook|secrets)\\.ts$',
+  '^src/routing/(rules|service|graphql)\\.ts$',
+  '^src/destinations/(service|config|graphql)\\.ts$',
+  '^src/destinations/senders/(index|http)\\.ts$',
+  '^src/deliveries/(job|replay|notify|delivery-reads)\\.ts$',
+];
+
+// Below every domain: they import no domain and nothing of the edge.
+const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version)\\.ts$|db/|pagination/|graphql/(builder|unix-time)\\.ts$)';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No file cycles: a cycle means two modules are one, or one holds what belongs below both.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'base-imports-no-domain',
+      comment: 'db/, errors, config, ids and the other base modules import no domain and nothing of the edge (http/, graphql schema, app).',
+      severity: 'error',
+      from: { path: BASE },
+      to: { path: `^src/(${DOMAINS}|http)/|^src/graphql/(schema|audited-mutations)\\.ts$|^src/(app|main|api|worker|cli|bootstrap)\\.ts$|^jobs/` },
+    },
+    {
+      name: 'domain-to-sibling-internals',
+      comment: "A domain reaches a sibling only through the sibling's public modules (service functions, pure rules, GraphQL types).",
+      severity: 'error',
+      from: { path: `^src/(${DOMAINS})/` },
+      to: { path: `^src/(${DOMAINS})/`, pathNot: ['^src/$1/', ...PUBLIC] },
+    },
+    {
+      name: 'domain-to-edge',
+      comment: 'Domains do not import the edge (HTTP server, GraphQL schema assembly, entry points); ingest channel adapters may use the HTTP body and response helpers.',
+      severity: 'error',
+      from: { path: `^src/(${DOMAINS})/`, pathNot: '^src/ingest/[a-z-]+-ingest\\.ts$' },
+      to: { path: '^src/http/|^src/graphql/schema\\.ts$|^src/(app|main|api|worker|cli|bootstrap)\\.ts$|^jobs/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/generated/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};
