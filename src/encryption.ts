@@ -16,8 +16,8 @@ function secretsKey(): Buffer {
     mkdirSync(config.dataDir, { recursive: true });
     try {
       writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
-    } catch (e: any) {
-      if (e.code !== 'EEXIST') throw e;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
   }
   key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');

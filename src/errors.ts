@@ -147,10 +147,10 @@ export class Internal extends DomainError {
 
 /** Finds the domain error behind a GraphQL error (resolvers throw DomainError; graphql-js wraps it). */
 export function domainErrorOf(err: unknown): DomainError | undefined {
-  let e: any = err;
+  let e = err as { originalError?: unknown } | undefined;
   for (let i = 0; e && i < 5; i++) {
     if (e instanceof DomainError) return e;
-    e = e.originalError;
+    e = e.originalError as typeof e;
   }
   return undefined;
 }
@@ -160,7 +160,7 @@ export function toHttpError(err: unknown): { status: number; body: unknown; head
   const d = domainErrorOf(err) ?? (isDatabaseUnavailable(err) ? new Unavailable() : undefined);
   if (d) return { status: d.status, body: d.toBody(), headers: d.headers };
   if (err instanceof GraphQLError) {
-    const ext = err.extensions as any;
+    const ext = err.extensions as { code?: unknown; http?: { status?: unknown } };
     if (ext?.code && typeof ext.http?.status === 'number' && ext.http.status < 500) {
       return { status: ext.http.status, body: { error: { code: String(ext.code), message: err.message } }, headers: {} };
     }

@@ -68,9 +68,10 @@ export async function subscribeMessages(
     if (!exists) throw new DomainError(404, 'not_found', `No conversation with id ${conversationId}.`, { param: 'conversationId' });
   }
   // null: a large message deleted before its id could be loaded
-  return rt.pubsub.subscribe<MessageRow>(topic(event, projectId), (p: Parameters<typeof revive>[0] | null) =>
-    p !== null && (!conversationId || p.conversationId === conversationId) ? reviveOnce(p) : undefined,
-  );
+  return rt.pubsub.subscribe<MessageRow>(topic(event, projectId), (payload) => {
+    const p = payload as Parameters<typeof revive>[0] | null;
+    return p !== null && (!conversationId || p.conversationId === conversationId) ? reviveOnce(p) : undefined;
+  });
 }
 
 // Every subscriber on this process receives the same notification object: revive it once, so

@@ -103,7 +103,7 @@ export class PgPubSub {
    * filters and maps each payload synchronously as it is dispatched (undefined skips it), so
    * a thousand subscribers cost no extra async layers per event.
    */
-  subscribe<T>(topic: string, select?: (payload: any) => T | undefined): AsyncIterableIterator<T> {
+  subscribe<T>(topic: string, select?: (payload: unknown) => T | undefined): AsyncIterableIterator<T> {
     const queue: T[] = [];
     let wake: (() => void) | undefined;
     let done = false;

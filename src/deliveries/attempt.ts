@@ -227,7 +227,7 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     return;
   }
 
-  const res = await engine.senders.send(claim.row.destination ?? {}, {
+  const res = await engine.senders.send(claim.row.destination ?? { id: '', name: '', type: 'webhook', config: {} }, {
     dispatch,
     signing: signingHeaders(claim.signingSecretsEnc.map(signingSecret), claim.row.event_id, dispatch.body),
     timeoutMs: claim.webhook.timeoutMs,
@@ -274,7 +274,7 @@ async function buildDispatch(claim: ClaimedDelivery): Promise<Dispatch> {
   let body = claim.body;
   let contentType = claim.contentType;
   let transformed = false;
-  const transform = claim.webhook.transform;
+  const transform = claim.webhook.transform as { kind?: unknown; expression?: unknown } | null;
   if (transform?.kind === 'jsonata' && typeof transform.expression === 'string') {
     ({ body, contentType } = await transformPayload(transform, body));
     transformed = true;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { deliveryView } from './delivery-view.ts';
+import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 
 /** Extra time on top of the webhook's timeout before an attempt counts as lost (runner died). */
@@ -8,7 +8,7 @@ export const LEASE_MARGIN_MS = 15_000;
 export const IN_FLIGHT_RETRY_MS = 100;
 
 export interface ClaimedDelivery {
-  row: any;
+  row: DeliveryRow;
   attempt: number;
   /** Bytes to send and their headers: the dispatch snapshot, or the source event's payload. */
   body: Buffer | null;
@@ -25,7 +25,7 @@ export interface ClaimedDelivery {
     retryPolicy: unknown;
     customHeaders: Record<string, string>;
     throttleRatePerSecond: number | null;
-    transform: any;
+    transform: unknown;
   };
   /** The previous attempt was lost with its runner; it is recorded before this one. */
   lostPrevious: boolean;

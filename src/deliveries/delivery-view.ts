@@ -1,3 +1,4 @@
+import type { DestinationSnapshot } from '../destinations/config.ts';
 /** A delivery as the API shows it (camelCase, ISO timestamps), built from a `deliveries` row. */
 export interface DeliveryView {
   id: string;
@@ -17,27 +18,48 @@ export interface DeliveryView {
 const iso = (v: unknown) => (v == null ? null : v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString());
 
 /** Credentials never leave the service, even in the snapshot. */
-export function publicDestination(snapshot: any): unknown {
+export function publicDestination(snapshot: unknown): unknown {
   if (!snapshot || typeof snapshot !== 'object') return snapshot;
-  const { config, ...rest } = snapshot;
+  const { config, ...rest } = snapshot as { config?: unknown };
   if (!config || typeof config !== 'object') return snapshot;
-  const { credentials: _c, credentialsEnc: _e, secretEnc: _s, ...safe } = config;
+  const { credentials: _c, credentialsEnc: _e, secretEnc: _s, ...safe } = config as Record<string, unknown>;
   return { ...rest, config: safe };
 }
 
-export function deliveryView(row: any): DeliveryView {
+/**
+ * A `deliveries` row as pg returns it (snake_case columns; statements that join add columns of
+ * their own, hence the index signature).
+ */
+export interface DeliveryRow {
+  id: string;
+  project_id: string;
+  webhook_id: string;
+  event_id: string;
+  destination: DestinationSnapshot | null;
+  status: string;
+  attempts: number;
+  next_attempt_at: Date | null;
+  last_attempt: unknown;
+  replay_of_id: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+  [column: string]: unknown;
+}
+
+/** The delivery as the API shows it, from a pg row (snake_case) or a Prisma record (camelCase). */
+export function deliveryView(row: { id: string; status: string; attempts: number; destination?: unknown; [column: string]: unknown }): DeliveryView {
   const g = (camel: string, snake: string) => (row[camel] !== undefined ? row[camel] : row[snake]);
   return {
     id: row.id,
-    projectId: g('projectId', 'project_id'),
-    webhookId: g('webhookId', 'webhook_id'),
-    eventId: g('eventId', 'event_id'),
+    projectId: g('projectId', 'project_id') as string,
+    webhookId: g('webhookId', 'webhook_id') as string,
+    eventId: g('eventId', 'event_id') as string,
     status: row.status,
     destination: publicDestination(row.destination),
     attempts: row.attempts,
     nextAttemptAt: iso(g('nextAttemptAt', 'next_attempt_at')),
-    lastAttempt: g('lastAttempt', 'last_attempt') ?? null,
-    replayOf: g('replayOfId', 'replay_of_id') ?? null,
+    lastAttempt: (g('lastAttempt', 'last_attempt') as DeliveryView['lastAttempt'] | undefined) ?? null,
+    replayOf: (g('replayOfId', 'replay_of_id') as string | null | undefined) ?? null,
     createdAt: iso(g('createdAt', 'created_at'))!,
     completedAt: iso(g('completedAt', 'completed_at')),
   };

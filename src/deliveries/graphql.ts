@@ -1,6 +1,7 @@
 import { builder } from '../graphql/builder.ts';
 import { pageArgs, pageOf } from '../pagination/graphql.ts';
-import { publicDestination } from './delivery-view.ts';
+import type { Delivery } from '../generated/prisma/client.ts';
+import { publicDestination, type DeliveryView } from './delivery-view.ts';
 import { deliveryTopic } from './notify.ts';
 import {
   createBulkRedrive,
@@ -13,7 +14,8 @@ import {
 } from './replay.ts';
 import { getDelivery, listDeliveries, listDeliveryAttempts, listWebhookDeliveries } from './delivery-reads.ts';
 
-const LastAttempt = builder.objectRef<{ statusCode: number | null; durationMs: number | null; error: string | null }>('LastAttempt').implement({
+type LastAttemptShape = { statusCode: number | null; durationMs: number | null; error: string | null };
+const LastAttempt = builder.objectRef<LastAttemptShape>('LastAttempt').implement({
   fields: (t) => ({
     statusCode: t.int({ nullable: true, resolve: (p) => p.statusCode ?? null }),
     durationMs: t.int({ nullable: true, resolve: (p) => p.durationMs ?? null }),
@@ -31,8 +33,8 @@ export const DeliveryRef = builder.prismaObject('Delivery', {
     destination: t.field({ type: 'JSON', resolve: (d) => publicDestination(d.destination) }),
     attempts: t.exposeInt('attempts'),
     nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.nextAttemptAt ?? null }),
-    lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (d) => (d.lastAttempt as any) ?? null }),
-    replayOf: t.string({ nullable: true, resolve: (d: any) => d.replayOfId ?? d.replayOf ?? null }),
+    lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (d) => (d.lastAttempt as LastAttemptShape | null) ?? null }),
+    replayOf: t.string({ nullable: true, resolve: (d) => d.replayOfId ?? (d as { replayOf?: string | null }).replayOf ?? null }),
     createdAt: t.field({ type: 'DateTime', resolve: (d) => d.createdAt }),
     completedAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.completedAt ?? null }),
   }),
@@ -99,7 +101,7 @@ const DlqExportRowRef = builder.objectRef<DlqExportRow>('DlqExportRow').implemen
     eventId: t.exposeString('eventId', { nullable: true }),
     reason: t.exposeString('reason'),
     attempts: t.exposeInt('attempts'),
-    lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (p) => (p.lastAttempt as any) ?? null }),
+    lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (p) => (p.lastAttempt as LastAttemptShape | null) ?? null }),
     createdAt: t.field({ type: 'DateTime', resolve: (p) => p.createdAt }),
     redrivenAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.redrivenAt }),
     contentType: t.exposeString('contentType', { nullable: true }),
@@ -215,9 +217,11 @@ builder.subscriptionField('deliveryUpdated', (t) =>
     description: "Every state change of the project's deliveries (optionally of one webhook), from any process.",
     args: { webhookId: t.arg.id({ required: false }) },
     subscribe: (_r, a, ctx) =>
-      ctx.rt.pubsub.subscribe<any>(deliveryTopic(ctx.auth.projectId), (d: any) =>
-        d && (!a.webhookId || d.webhookId === String(a.webhookId)) ? d : undefined,
-      ),
-    resolve: (d: any) => d,
+      ctx.rt.pubsub.subscribe<DeliveryView>(deliveryTopic(ctx.auth.projectId), (d) => {
+        const view = d as DeliveryView | null;
+        return view && (!a.webhookId || view.webhookId === String(a.webhookId)) ? view : undefined;
+      }),
+    // The published view has the fields the Delivery type reads, under the same names.
+    resolve: (d) => d as unknown as Delivery,
   }),
 );

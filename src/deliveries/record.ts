@@ -2,13 +2,13 @@ import type pg from 'pg';
 import { isDatabaseUnavailable } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
-import { deliveryView } from './delivery-view.ts';
+import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 
 export interface AttemptResult {
   deliveryId: string;
   /** The claimed row, for the change notification sent with the result. */
-  delivery: Record<string, unknown>;
+  delivery: DeliveryRow;
   attempt: number;
   startedAt: Date;
   durationMs: number | null;

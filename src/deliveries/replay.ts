@@ -8,6 +8,7 @@ import { enforceReplayQuota } from '../projects/quotas/replay.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { insertDelivery } from './enqueue.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
 import { deliveryWhere, parseTime, type DeliveryFilters } from './delivery-reads.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -204,12 +205,12 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
   const job = await rt.db.prisma.replayJob.findUnique({ where: { id: replayJobId } });
   if (!job || job.status === 'completed') return;
   await rt.db.prisma.replayJob.update({ where: { id: job.id }, data: { status: 'running' } });
-  const filter = (job.filter ?? {}) as any;
+  const filter = (job.filter ?? {}) as DeliveryFilters & Record<string, unknown>;
   let created = 0;
   let skipped = 0;
   let after: string | undefined;
   for (let page = 0; page < 10_000; page++) {
-    const sources: { sourceId: string; dlqId?: string }[] =
+    const sources: { sourceId: string; dlqId?: string; pos: string }[] =
       job.kind === 'bulk_redrive'
         ? (
             await rt.db.prisma.dlqEntry.findMany({
@@ -217,7 +218,7 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
               orderBy: { id: 'asc' },
               take: 200,
             })
-          ).map((e) => ({ sourceId: e.deliveryId, dlqId: e.id, pos: e.id }) as any)
+          ).map((e) => ({ sourceId: e.deliveryId, dlqId: e.id, pos: e.id }))
         : (
             await rt.db.prisma.delivery.findMany({
               // Only deliveries that existed when the job was created: its own replays must not feed it.
@@ -226,7 +227,7 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
               take: 200,
               select: { id: true },
             })
-          ).map((d) => ({ sourceId: d.id, pos: d.id }) as any);
+          ).map((d) => ({ sourceId: d.id, pos: d.id }));
     if (sources.length === 0) break;
     for (const s of sources) {
       try {
@@ -248,13 +249,13 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
           // Out of replay quota: stop here; what was replayed stays replayed.
           await rt.db.prisma.replayJob.update({
             where: { id: job.id },
-            data: { status: 'stopped', created, completedAt: new Date(), filter: { ...filter, skipped, stoppedBy: err.toBody().error } as any },
+            data: { status: 'stopped', created, completedAt: new Date(), filter: { ...filter, skipped, stoppedBy: err.toBody().error } as Prisma.InputJsonValue },
           });
           return;
         } else throw err;
       }
     }
-    after = (sources[sources.length - 1] as any).pos;
+    after = sources[sources.length - 1].pos;
     await rt.db.prisma.replayJob.update({ where: { id: job.id }, data: { created } });
   }
   await rt.db.prisma.replayJob.update({

@@ -1,3 +1,4 @@
+import type { Destination } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { hasCredentials, publicConfig } from './config.ts';
@@ -17,7 +18,7 @@ export const DestinationRef = builder.prismaObject('Destination', {
   }),
 });
 
-const DestinationListRef = builder.objectRef<{ items: any[] }>('DestinationList').implement({
+const DestinationListRef = builder.objectRef<{ items: Destination[] }>('DestinationList').implement({
   fields: (t) => ({ items: t.field({ type: [DestinationRef], resolve: (p) => p.items }) }),
 });
 

@@ -50,7 +50,7 @@ export async function createDefaultDestination(
   d: { type: DestinationType; name?: string; config: StoredConfig },
 ) {
   return tx.destination.create({
-    data: { id: newId('dst'), projectId: webhook.projectId, webhookId: webhook.id, name: d.name ?? DEFAULT_DESTINATION_NAME, type: d.type, config: d.config as any, isDefault: true },
+    data: { id: newId('dst'), projectId: webhook.projectId, webhookId: webhook.id, name: d.name ?? DEFAULT_DESTINATION_NAME, type: d.type, config: d.config as Prisma.InputJsonValue, isDefault: true },
   });
 }
 
@@ -67,7 +67,7 @@ export async function getDestination(rt: Rt, projectId: string, webhookId: strin
 }
 
 function nameTaken(e: unknown): boolean {
-  return (e as any)?.code === 'P2002';
+  return (e as { code?: unknown } | null)?.code === 'P2002';
 }
 
 export async function createDestination(rt: Rt, projectId: string, webhookId: string, input: DestinationInput) {
@@ -81,7 +81,7 @@ export async function createDestination(rt: Rt, projectId: string, webhookId: st
   }
   try {
     return await rt.db.prisma.destination.create({
-      data: { id: newId('dst'), projectId, webhookId: webhook.id, name: built.name!, type: built.type, config: built.config as any, isDefault: false },
+      data: { id: newId('dst'), projectId, webhookId: webhook.id, name: built.name!, type: built.type, config: built.config as Prisma.InputJsonValue, isDefault: false },
     });
   } catch (e) {
     if (nameTaken(e)) throw new InvalidRequest(`This webhook already has a destination named ${built.name}.`, 'name');

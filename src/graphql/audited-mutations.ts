@@ -48,7 +48,7 @@ export function withAuditedMutations(schema: GraphQLSchema): GraphQLSchema {
     const resolve = field.resolve ?? defaultFieldResolver;
     field.resolve = async (root, args, ctx: GraphQLContext, info) => {
       const result = await resolve(root, args, ctx, info);
-      const r = result as any;
+      const r = result as { id?: string } | null;
       const targetId = targetType === 'destination' ? (args.destinationId ?? r?.id) : targetType === 'delivery' || targetType === 'dlq_entry' ? args.id : (r?.id ?? args.id);
       try {
         await recordAudit(ctx.rt.db.pool, { projectId: ctx.auth.projectId, actor: ctx.auth.apiKeyId, action, targetType, targetId: targetId ?? null, data: { args: redact(args) as object } });

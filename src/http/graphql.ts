@@ -28,7 +28,7 @@ function maskError(error: unknown, message: string): Error {
   if (error instanceof GraphQLError && !error.path && error.originalError instanceof GraphQLError) {
     return new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'invalid_request', http: { status: 400 } } });
   }
-  log.error({ err: (error as any)?.originalError ?? error }, 'graphql resolver failed');
+  log.error({ err: (error as { originalError?: unknown } | null)?.originalError ?? error }, 'graphql resolver failed');
   return new GraphQLError(message, { extensions: { code: 'internal', http: { status: 500 } } });
 }
 
@@ -128,6 +128,7 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
             return false;
           }
         },
+        // any: graphql-ws passes envelop's execution args, typed by neither library as the other builds them.
         execute: (args: any) => args.rootValue.execute(args),
         // Each event is executed once per distinct (project, query, variables), then shared.
         subscribe: (args: any) => subscribeShared(args, args.contextValue.auth.projectId, (e) => maskError(e, 'Unexpected error.') as GraphQLError),

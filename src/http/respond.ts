@@ -52,7 +52,7 @@ export async function sendFetchResponse(res: ServerResponse, response: Response)
     if (key === 'set-cookie') return;
     headers[key] = value;
   });
-  const cookies = (response.headers as any).getSetCookie?.() as string[] | undefined;
+  const cookies = response.headers.getSetCookie?.();
   if (cookies?.length) headers['set-cookie'] = cookies;
   res.writeHead(response.status, headers);
   if (!response.body) {

@@ -84,6 +84,7 @@ export function createRestSofa(schema: GraphQLSchema, execution: Record<string, 
     customScalars: OPENAPI_SCALARS,
     openAPI: { info: { title: 'Service REST API', version: SERVICE_VERSION } },
     ...execution,
+    // any: sofa-api's options type omits the execute/context hooks it accepts and calls.
   } as any);
 }
 
@@ -105,6 +106,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   const validatedArgs = new WeakMap<object, Record<string, unknown>>();
   const executeCompiled = createCompiledExecute();
   const sofa = createRestSofa(schema, {
+    // any: SOFA passes its server context untyped; this layer put `auth` and `variables` in it.
     context: (serverContext: any): GraphQLContext => {
       const ctx: GraphQLContext = { rt, auth: serverContext.auth };
       if (serverContext.variables) validatedArgs.set(ctx, serverContext.variables);
@@ -113,7 +115,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     execute: (args: Parameters<typeof executeCompiled>[0]) => executeCompiled({ ...args, variableValues: validatedArgs.get(args.contextValue as object) ?? args.variableValues }),
     errorHandler: (errors: readonly unknown[]) => {
       const { status, body, headers } = toHttpError(errors[0]);
-      logServerError(status, (errors[0] as any)?.originalError ?? errors[0], 'REST request failed');
+      logServerError(status, (errors[0] as { originalError?: unknown } | undefined)?.originalError ?? errors[0], 'REST request failed');
       return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
     },
   });
@@ -130,6 +132,7 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   type SofaHandler = (request: Request, context: object) => Promise<Response>;
   const sofaRouted: SofaHandler = async (request, context) => sofa.handleRequest(request, context);
   const sofaHandlers = new Map<string, SofaHandler>();
+  // any: SOFA's route list is internal (no public accessor); read to call its handlers directly.
   for (const route of ((sofa as any).__routes ?? []) as Array<{ method?: string; path?: string; handler?: SofaHandler }>) {
     if (route.method && route.path && typeof route.handler === 'function') sofaHandlers.set(`${route.method.toUpperCase()} ${route.path}`, route.handler);
   }

@@ -54,7 +54,7 @@ function coerce(type: GraphQLInputType, value: unknown, param: string): unknown 
       if (!(key in fields)) throw new InvalidRequest(`Unknown parameter: ${param}.${key}.`, `${param}.${key}`);
     }
     for (const f of Object.values(fields)) {
-      const v = (value as any)[f.name];
+      const v = (value as Record<string, unknown>)[f.name];
       if (v === undefined) {
         if (isNonNullType(f.type)) throw new InvalidRequest(`${param}.${f.name} is required.`, `${param}.${f.name}`);
         continue;

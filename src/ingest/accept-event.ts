@@ -82,7 +82,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, event: Inboun
     );
   } catch (e) {
     // The webhook was deleted since the lookup.
-    throw (e as any)?.code === '23503' ? new NotFound('webhook') : e;
+    throw (e as { code?: unknown } | null)?.code === '23503' ? new NotFound('webhook') : e;
   }
   rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };

@@ -35,8 +35,9 @@ function canonical(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (value instanceof Date) return JSON.stringify(value.toISOString());
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const keys = Object.keys(value as object).filter((k) => (value as any)[k] !== undefined).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((value as any)[k])}`).join(',')}}`;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(record[k])}`).join(',')}}`;
 }
 
 function sign(data: string): string {
@@ -73,7 +74,7 @@ export async function paginate<T>(
   scope: string,
   filters: unknown,
   fetch: (after: string | undefined, take: number) => Promise<T[]>,
-  positionOf: (row: T) => string = (row: any) => row.id,
+  positionOf: (row: T) => string = (row) => (row as { id: string }).id,
   limitOptions?: { def?: number; max?: number },
 ): Promise<Page<T>> {
   const limit = parseLimit(req.limit, limitOptions);

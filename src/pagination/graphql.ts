@@ -4,6 +4,7 @@ import { builder } from '../graphql/builder.ts';
  * `{items, nextCursor}`: the REST list shape of the event part, as a GraphQL type so
  * SOFA can return it unchanged. One per item type, e.g. pageOf('DeliveryPage', DeliveryRef).
  */
+// any: an object ref of any Pothos kind (prismaObject, objectRef) whose shape is T; Pothos exports no common type for them.
 export function pageOf<T>(name: string, itemRef: any) {
   return builder.objectRef<{ items: T[]; nextCursor: string | null }>(name).implement({
     description: 'One page of a cursor list.',

@@ -28,7 +28,7 @@ export function hasFeature(tier: string, feature: Feature): boolean {
 export function requireFeature(tier: string, feature: Feature): void {
   if (!hasFeature(tier, feature)) {
     const err = new TierRequired(FEATURE_NAMES[feature], FEATURE_TIERS[feature]);
-    (err.details as any).feature = feature;
+    (err.details as { feature: string }).feature = feature;
     throw err;
   }
 }

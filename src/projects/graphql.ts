@@ -1,3 +1,4 @@
+import type { ApiKey } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
 import { pageOf } from '../pagination/graphql.ts';
 import { listAuditLogs } from './audit-logs.ts';
@@ -24,6 +25,7 @@ const QuotasRef = builder.objectRef<TierQuotas>('Quotas').implement({
   fields: (t) =>
     Object.fromEntries(
       QUOTA_NAMES.map((name) => [name, t.field({ type: 'SafeInt', description: QUOTA_DESCRIPTIONS[name], resolve: (q) => q[name] })]),
+      // any: Pothos types a fields object by its literal keys; one built from the quota names has none.
     ) as any,
 });
 
@@ -32,6 +34,7 @@ const QuotaOverridesRef = builder.objectRef<QuotaOverrides>('QuotaOverrides').im
   fields: (t) =>
     Object.fromEntries(
       OVERRIDABLE_QUOTAS.map((name) => [name, t.field({ type: 'SafeInt', nullable: true, description: QUOTA_DESCRIPTIONS[name], resolve: (q) => q[name] ?? null })]),
+      // any: as for Quotas, keys built from the quota names.
     ) as any,
 });
 
@@ -92,10 +95,10 @@ export const AuditLogRef = builder.prismaObject('AuditLog', {
 });
 
 const CreatedApiKey = builder
-  .objectRef<{ apiKey: { id: string }; secret: string }>('CreatedApiKey')
+  .objectRef<{ apiKey: ApiKey; secret: string }>('CreatedApiKey')
   .implement({
     fields: (t) => ({
-      apiKey: t.field({ type: ApiKeyRef, resolve: (p) => p.apiKey as any }),
+      apiKey: t.field({ type: ApiKeyRef, resolve: (p) => p.apiKey }),
       key: t.string({ description: 'The plaintext key. Shown only once.', resolve: (p) => p.secret }),
     }),
   });
@@ -248,6 +251,7 @@ builder.queryField('auditLogsConnection', (t) =>
 
 // ---------------------------------------------------------------- webhook quota overrides
 
+// any: Pothos's argument builder type is internal to its field builder (no exported name).
 const overrideArgs = (t: any) =>
   Object.fromEntries(
     OVERRIDABLE_QUOTAS.map((name) => [name, t.arg({ type: 'SafeInt', required: false, description: `${QUOTA_DESCRIPTIONS[name]} null removes the override.` })]),

@@ -1,3 +1,4 @@
+import type { Prisma } from '../generated/prisma/client.ts';
 import type { Runtime } from '../runtime.ts';
 import { getWebhook } from '../webhooks/get-webhook.ts';
 import { validateRules, type RoutingRule } from './rules.ts';
@@ -16,7 +17,7 @@ export async function setRouting(rt: Rt, projectId: string, webhookId: string, r
     // Holding the destinations while the rules are written keeps a concurrent delete from leaving a rule dangling.
     const destinations = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM destinations WHERE webhook_id = ${webhookId} FOR SHARE`;
     const rules = validateRules(rawRules ?? [], new Set(destinations.map((d) => d.id)));
-    await tx.webhook.update({ where: { id: webhookId }, data: { routing: rules as any } });
+    await tx.webhook.update({ where: { id: webhookId }, data: { routing: rules as unknown as Prisma.InputJsonValue } });
     return { rules };
   });
 }

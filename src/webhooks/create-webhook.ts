@@ -1,3 +1,4 @@
+import type { Prisma } from '../generated/prisma/client.ts';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidRequest } from '../errors.ts';
@@ -61,7 +62,7 @@ export async function createWebhook(rt: Rt, projectId: string, input: CreateWebh
 
   return rt.db.prisma.$transaction(async (tx) => {
     const webhook = await tx.webhook.create({
-      data: { id: newId('wh'), projectId, publicId: newPublicId(), name, status: 'active', ...controls, retryPolicy: controls.retryPolicy as any },
+      data: { id: newId('wh'), projectId, publicId: newPublicId(), name, status: 'active', ...controls, retryPolicy: controls.retryPolicy as unknown as Prisma.InputJsonValue },
     });
     const secrets = await createInitialSecrets(tx, webhook.id);
     await createDefaultDestination(tx, webhook, destination);

@@ -1,3 +1,4 @@
+import type { Prisma } from '../generated/prisma/client.ts';
 import { InvalidRequest } from '../errors.ts';
 import { parseDestinationObject, updateDestinationData } from '../destinations/service.ts';
 import { getProject } from '../projects/service.ts';
@@ -52,8 +53,8 @@ export async function updateWebhook(rt: Rt, projectId: string, webhookId: string
           throw e instanceof InvalidRequest ? new InvalidRequest('url must be an http or https URL.', 'url') : e;
         }
       }
-      await tx.destination.update({ where: { id: dest.id }, data: data as any });
+      await tx.destination.update({ where: { id: dest.id }, data: data as Prisma.DestinationUpdateInput });
     }
-    return tx.webhook.update({ where: { id: webhookId }, data: { name, ...controls, retryPolicy: controls.retryPolicy as any } });
+    return tx.webhook.update({ where: { id: webhookId }, data: { name, ...controls, retryPolicy: controls.retryPolicy as unknown as Prisma.InputJsonValue } });
   });
 }

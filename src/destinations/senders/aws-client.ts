@@ -59,7 +59,7 @@ export function awsFailure(operation: string, err: unknown, durationMs: number, 
   if (status !== undefined && e.$response) {
     const code = e.Code ?? e.name;
     let statusCode = status;
-    if (status < 500 && status !== 429 && isThrottlingError(e as any)) statusCode = 429;
+    if (status < 500 && status !== 429 && isThrottlingError(e as Parameters<typeof isThrottlingError>[0])) statusCode = 429;
     const headers = e.$response.headers?.['retry-after'] ? { 'retry-after': e.$response.headers['retry-after'] } : undefined;
     const noted = statusCode === status ? '' : `, recorded as ${statusCode}`;
     return { durationMs, statusCode, headers, error: `${operation}: ${code}: ${e.message} (HTTP ${status}${noted})`, snippet: code };

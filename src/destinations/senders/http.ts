@@ -38,13 +38,16 @@ export class BlockedAddress extends Error {}
 
 export function guardedLookup(allowPrivate: boolean): net.LookupFunction {
   return (hostname, options, callback) => {
+    // net.LookupFunction's callback is an overload set (one address, or all of them with
+    // `options.all`); node calls it both ways, so it is called here as the plain function it is.
+    const answer = callback as unknown as (err: Error | null, address?: string | dns.LookupAddress[], family?: number) => void;
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return (callback as any)(err);
+      if (err) return answer(err);
       const list = addresses as dns.LookupAddress[];
       const bad = !allowPrivate && list.find((a) => isPrivateAddress(a.address));
-      if (bad) return (callback as any)(new BlockedAddress(`destination resolves to a private address (${bad.address})`));
-      if ((options as any).all) return (callback as any)(null, list);
-      (callback as any)(null, list[0].address, list[0].family);
+      if (bad) return answer(new BlockedAddress(`destination resolves to a private address (${bad.address})`));
+      if ((options as { all?: boolean }).all) return answer(null, list);
+      answer(null, list[0].address, list[0].family);
     });
   };
 }
@@ -100,7 +103,7 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
         finish({ durationMs: elapsed(), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
       }, req.timeoutMs);
       request.on('error', (err) => {
-        const blocked = err instanceof BlockedAddress || (err as any)?.cause instanceof BlockedAddress;
+        const blocked = err instanceof BlockedAddress || (err as { cause?: unknown }).cause instanceof BlockedAddress;
         finish({ durationMs: elapsed(), error: err.message || String(err), failure: blocked ? 'blocked' : 'network' });
       });
       request.on('response', (res) => {

@@ -7,6 +7,7 @@ import { createWebhookSender } from './webhook.ts';
 export type { DestinationSend } from './types.ts';
 
 type CloudType = Exclude<DestinationType, 'webhook'>;
+// any: each factory takes its own type's config and credentials (checked when the destination was saved).
 type Factory = (config: any, credentials: any, opts: SenderOptions) => Promise<DestinationSender>;
 
 // Each SDK is loaded when a destination of its type first sends: together they add more than a
