@@ -159,5 +159,5 @@ describe('admin CLI', () => {
     expect(revoked.apiKey.revokedAt).toBeTruthy();
     const bad = await run(['project', 'set-tier', body.project.id, 'platinum']);
     expect(bad.code).toBe(1);
-  }, 60_000);
+  }, 180_000);
 });
