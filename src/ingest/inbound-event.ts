@@ -1,16 +1,13 @@
+import type { EventContext } from '../routing/rules.ts';
+
 /**
  * What every ingest channel (HTTP, form, email, schedule) turns its input into before it calls
  * acceptEvent, the one accept function: authentication, routing, quotas and the durable
- * statement are the same for all of them.
+ * statement are the same for all of them. Routing sees it as its EventContext, with the body
+ * parsed.
  */
-export interface InboundEvent {
+export interface InboundEvent extends Omit<EventContext, 'channel' | 'body'> {
   channel: 'http' | 'form' | 'email' | 'schedule';
-  method: string | null;
-  path: string | null;
-  query: Record<string, unknown>;
-  /** Lower-case names, credentials already removed. */
-  headers: Record<string, unknown>;
-  contentType: string | null;
+  /** Credentials already removed from `headers`. The bytes as received. */
   body: Buffer;
 }
-
