@@ -568,6 +568,7 @@ const TAGS: Json[] = [
   { name: 'Webhooks', description: 'Webhooks: ingest addresses, delivery controls, lifecycle (active, paused, archived), secrets, quota overrides.' },
   { name: 'Destinations', description: "Where a webhook's deliveries go: the default destination and named ones for routing." },
   { name: 'Routing', description: 'Which destination an event goes to, and how its payload is transformed.' },
+  { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },
   { name: 'Contacts', description: 'Contacts of the conversation part; each has one conversation.' },
