@@ -881,7 +881,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event to a webhook
-         * @description The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted.
+         * @description The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted. Where the webhook has a provider pack (`PUT /v1/webhooks/{id}/provider`), that provider's own signature (Stripe-Signature, X-Hub-Signature-256, X-Shopify-Hmac-Sha256, …) is accepted too, verified on the raw body; a bad, stale or missing one is 401.
          *
          *     Any body (at most 10485760 bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (`/i/{publicId}/any/path`) and the query string are kept as the event's `path` and `query` for routing. The API key is not used here.
          *
@@ -1663,10 +1663,10 @@ export interface components {
              */
             deliveryId: string;
             /**
-             * @description scheduled when x-service-deliver-at or the default delay puts it later.
+             * @description scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the original's; nothing is stored).
              * @enum {string}
              */
-            status: "queued" | "scheduled";
+            status: "queued" | "scheduled" | "duplicate";
         };
     };
     responses: {
