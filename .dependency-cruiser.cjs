@@ -1,6 +1,6 @@
 // The layering of src/ (docs/architecture.md), checked by test/structure.layering.test.ts and by
 // `npx depcruise src` (dependency-cruiser).
-const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|conversations';
+const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|conversations|providers';
 
 // What a domain offers its siblings: service functions, pure rules and types, and the GraphQL
 // types other domains' fields are built from. Everything else in a domain is its own.
@@ -13,6 +13,7 @@ const PUBLIC = [
   '^src/destinations/(service|config|graphql)\\.ts$',
   '^src/destinations/senders/(index|http)\\.ts$',
   '^src/deliveries/(job|replay|notify|delivery-reads)\\.ts$',
+  '^src/providers/(index|service|graphql)\\.ts$',
 ];
 
 // Below every domain: they import no domain and nothing of the edge.

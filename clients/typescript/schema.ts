@@ -442,6 +442,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/provider": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook's provider pack, never its secret; provider null when it has none
+         * @description The webhook's provider pack, never its secret; provider null when it has none.
+         */
+        get: operations["getWebhookProvider"];
+        /**
+         * Sets the webhook's provider pack (Starter and above)
+         * @description Sets the webhook's provider pack (Starter and above): ingest then also verifies that provider's own signature. {provider: null} removes it. The secret is kept sealed and never shown; left out, the stored one is kept when the provider stays the same.
+         */
+        put: operations["setWebhookProvider"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The supported provider packs
+         * @description The supported provider packs.
+         */
+        get: operations["listProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{id}/test-delivery": {
         parameters: {
             query?: never;
@@ -837,7 +881,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event to a webhook
-         * @description The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted.
+         * @description The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted. Where the webhook has a provider pack (`PUT /v1/webhooks/{id}/provider`), that provider's own signature (Stripe-Signature, X-Hub-Signature-256, X-Shopify-Hmac-Sha256, …) is accepted too, verified on the raw body; a bad, stale or missing one is 401.
          *
          *     Any body (at most 10485760 bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (`/i/{publicId}/any/path`) and the query string are kept as the event's `path` and `query` for routing. The API key is not used here.
          *
@@ -1003,6 +1047,11 @@ export interface components {
             createdAt: string;
             /** @description Any JSON value. */
             customHeaders: unknown;
+            /**
+             * Format: int32
+             * @description Inbound deduplication by the provider's delivery id, in seconds (0: off).
+             */
+            dedupeWindowSeconds: number;
             /** Format: int32 */
             defaultDelaySeconds?: number | null;
             /** @enum {string} */
@@ -1250,6 +1299,29 @@ export interface components {
             /** Format: int64 */
             stored_payload_bytes: number;
         };
+        /** @description A provider whose own signature scheme ingest can verify (a provider pack). */
+        Provider: {
+            /** @description Where the deduplication key (the provider's delivery id) is read, first match wins. */
+            deliveryId: string[];
+            /** @description Where the routing context's eventType is read, first match wins. */
+            eventType: string[];
+            /** @description Where the signature travels. */
+            header: string;
+            /** @description The name to set with setWebhookProvider. */
+            id: string;
+            name: string;
+            scheme: string;
+            /** @description What to set as the secret, in the provider's words. */
+            secretDescription: string;
+            /**
+             * Format: int32
+             * @description Default timestamp tolerance; null when the scheme signs no timestamp.
+             */
+            toleranceSeconds?: number | null;
+        };
+        ProviderList: {
+            items: components["schemas"]["Provider"][];
+        };
         /** @description A webhook's overrides; null where the webhook follows the project. */
         QuotaOverrides: {
             /**
@@ -1450,6 +1522,11 @@ export interface components {
             createdAt: string;
             /** @description Any JSON value. */
             customHeaders: unknown;
+            /**
+             * Format: int32
+             * @description Inbound deduplication by the provider's delivery id, in seconds (0: off).
+             */
+            dedupeWindowSeconds: number;
             /** Format: int32 */
             defaultDelaySeconds?: number | null;
             /** @enum {string} */
@@ -1482,6 +1559,17 @@ export interface components {
             items: components["schemas"]["Webhook"][];
             /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
             nextCursor?: string | null;
+        };
+        /** @description A webhook's provider pack, without its secret. */
+        WebhookProvider: {
+            /** @description null when the webhook has no provider pack. */
+            provider?: string | null;
+            /**
+             * Format: int32
+             * @description The timestamp tolerance in force (as set, else the provider's default); null when the scheme signs no timestamp.
+             */
+            toleranceSeconds?: number | null;
+            webhookId: string;
         };
         WebhookQuotaOverrides: {
             effectiveQuotas: components["schemas"]["Quotas"];
@@ -1575,10 +1663,10 @@ export interface components {
              */
             deliveryId: string;
             /**
-             * @description scheduled when x-service-deliver-at or the default delay puts it later.
+             * @description scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the original's; nothing is stored).
              * @enum {string}
              */
-            status: "queued" | "scheduled";
+            status: "queued" | "scheduled" | "duplicate";
         };
     };
     responses: {
@@ -2095,6 +2183,11 @@ export interface operations {
                     customHeaders?: unknown;
                     /**
                      * Format: int32
+                     * @description Inbound deduplication, 0..604800 seconds (default 0: off): a request whose provider delivery id (Stripe event id, GitHub x-github-delivery, Standard Webhooks webhook-id, …) was accepted within the window is answered 202 with the original eventId and status duplicate, and stored nowhere. null: off.
+                     */
+                    dedupeWindowSeconds?: number | null;
+                    /**
+                     * Format: int32
                      * @description Delay before each delivery, 0..604800 seconds (Pro and above); null for none.
                      */
                     defaultDelaySeconds?: number | null;
@@ -2204,6 +2297,11 @@ export interface operations {
                 "application/json": {
                     /** @description Headers added to every delivery: {"name": "value"} (Starter and above). */
                     customHeaders?: unknown;
+                    /**
+                     * Format: int32
+                     * @description Inbound deduplication, 0..604800 seconds (default 0: off): a request whose provider delivery id (Stripe event id, GitHub x-github-delivery, Standard Webhooks webhook-id, …) was accepted within the window is answered 202 with the original eventId and status duplicate, and stored nowhere. null: off.
+                     */
+                    dedupeWindowSeconds?: number | null;
                     /**
                      * Format: int32
                      * @description Delay before each delivery, 0..604800 seconds (Pro and above); null for none.
@@ -2994,6 +3092,118 @@ export interface operations {
             403: components["responses"]["TierRequired"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookProvider"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setWebhookProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description One of providers { items { id } }, or null to remove. */
+                    provider?: string | null;
+                    /** @description The provider's secret (or public key, for Discord and SendGrid). */
+                    secret?: string | null;
+                    /**
+                     * Format: int32
+                     * @description Timestamp tolerance, 1..86400 seconds; null or left out: the provider's default.
+                     */
+                    toleranceSeconds?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookProvider"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

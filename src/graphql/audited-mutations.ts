@@ -19,6 +19,7 @@ const AUDITED: Record<string, [action: string, targetType: string]> = {
   rotateSigningSecret: ['webhook.signing_secret_rotated', 'webhook'],
   setWebhookRouting: ['webhook.routing_updated', 'webhook'],
   setWebhookTransform: ['webhook.transform_updated', 'webhook'],
+  setWebhookProvider: ['webhook.provider_updated', 'webhook'],
   createDestination: ['destination.created', 'destination'],
   updateDestination: ['destination.updated', 'destination'],
   deleteDestination: ['destination.deleted', 'destination'],

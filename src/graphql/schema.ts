@@ -7,6 +7,7 @@ import '../conversations/graphql.ts';
 import '../destinations/graphql.ts';
 import '../routing/graphql.ts';
 import '../webhooks/graphql.ts';
+import '../providers/graphql.ts';
 
 const built = builder.toSchema().toConfig();
 // Root types are declared once in the builder; a root type no domain has filled yet is left out.

@@ -385,7 +385,12 @@ function ingestAccepted(): Json {
     properties: {
       eventId: { type: 'string', description: 'evt_…; also the webhook-id of every delivery of it.', examples: ['evt_01JD8X3R5N6Q7W9Y0Z1A2B3C4D'] },
       deliveryId: { type: 'string', description: 'del_…', examples: ['del_01JD8X3R5N6Q7W9Y0Z1A2B3C4E'] },
-      status: { type: 'string', enum: ['queued', 'scheduled'], description: 'scheduled when x-service-deliver-at or the default delay puts it later.' },
+      status: {
+        type: 'string',
+        enum: ['queued', 'scheduled', 'duplicate'],
+        description:
+          "scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the original's; nothing is stored).",
+      },
     },
   };
 }
@@ -403,7 +408,7 @@ function publicPaths(): Json {
         tags: ['Ingest'],
         summary: 'Send an event to a webhook',
         description: [
-          "The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted.",
+          "The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted. Where the webhook has a provider pack (`PUT /v1/webhooks/{id}/provider`), that provider's own signature (Stripe-Signature, X-Hub-Signature-256, X-Shopify-Hmac-Sha256, …) is accepted too, verified on the raw body; a bad, stale or missing one is 401.",
           '',
           `Any body (at most ${INGEST_BODY_LIMIT} bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (\`/i/{publicId}/any/path\`) and the query string are kept as the event's \`path\` and \`query\` for routing. The API key is not used here.`,
           '',
@@ -568,6 +573,7 @@ const TAGS: Json[] = [
   { name: 'Webhooks', description: 'Webhooks: ingest addresses, delivery controls, lifecycle (active, paused, archived), secrets, quota overrides.' },
   { name: 'Destinations', description: "Where a webhook's deliveries go: the default destination and named ones for routing." },
   { name: 'Routing', description: 'Which destination an event goes to, and how its payload is transformed.' },
+  { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },
   { name: 'Contacts', description: 'Contacts of the conversation part; each has one conversation.' },

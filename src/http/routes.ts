@@ -27,7 +27,7 @@ export interface RestRoute {
   form?: true;
 }
 
-export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
 
 /**
  * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
@@ -69,6 +69,9 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'PUT', path: '/webhooks/:id/routing', field: 'Mutation.setWebhookRouting', operationId: 'setRouting', tag: 'Routing' },
   { method: 'GET', path: '/webhooks/:id/transform', field: 'Query.webhookTransform', operationId: 'getTransform', tag: 'Routing' },
   { method: 'PUT', path: '/webhooks/:id/transform', field: 'Mutation.setWebhookTransform', operationId: 'setTransform', tag: 'Routing', errors: ['tier_required'] },
+  { method: 'GET', path: '/webhooks/:id/provider', field: 'Query.webhookProvider', operationId: 'getWebhookProvider', tag: 'Providers' },
+  { method: 'PUT', path: '/webhooks/:id/provider', field: 'Mutation.setWebhookProvider', operationId: 'setWebhookProvider', tag: 'Providers', errors: ['tier_required'] },
+  { method: 'GET', path: '/providers', field: 'Query.providers', operationId: 'listProviders', tag: 'Providers' },
   { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery', operationId: 'testDelivery', tag: 'Routing' },
 
   // deliveries, replay, DLQ

@@ -1,6 +1,8 @@
 import { InvalidState, NotFound } from '../errors.ts';
+import { sha256Hex } from '../encryption.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
+import { bodyFields, providerDeliveryId, providerEventType, providerSecretHeader } from '../providers/index.ts';
 import { bodyForMatching, matchRule, type EventContext } from '../routing/rules.ts';
 import type { Runtime } from '../runtime.ts';
 import { assertStorable } from '../validation.ts';
@@ -12,15 +14,48 @@ import { StaleIngestTarget, storeEvent } from './store-event.ts';
 export interface AcceptedEvent {
   eventId: string;
   deliveryId: string;
-  status: 'queued' | 'scheduled';
+  /** `duplicate`: the provider's delivery id was accepted within the webhook's dedupe window; the ids are the original's and nothing was stored. */
+  status: 'queued' | 'scheduled' | 'duplicate';
+}
+
+/** What the webhook's provider pack reads from a request (the body parsed at most once, and only when asked). */
+class ProviderView {
+  private fieldsRead = false;
+  private fields: unknown;
+  private typeRead = false;
+  private type: string | null = null;
+  constructor(
+    private readonly target: IngestTarget,
+    private readonly event: InboundEvent,
+  ) {}
+  private readonly bodyFields = () => {
+    if (!this.fieldsRead) (this.fieldsRead = true), (this.fields = bodyFields(this.event.body, this.event.contentType));
+    return this.fields;
+  };
+  eventType(): string | null {
+    const pack = this.target.providerPack;
+    if (!this.typeRead) (this.typeRead = true), (this.type = pack ? providerEventType(pack, this.event.headers, this.bodyFields) : null);
+    return this.type;
+  }
+  /**
+   * The deduplication key when the webhook's window is on: the provider's delivery id (with the
+   * provider and event type), else a Standard Webhooks `webhook-id`; null when there is none.
+   */
+  dedupeKey(): string | null {
+    if (this.target.dedupeWindowSeconds <= 0) return null;
+    const pack = this.target.providerPack;
+    const id = pack ? providerDeliveryId(pack, this.event.headers, this.bodyFields) : null;
+    const key = id !== null ? `${pack!.provider}:${this.eventType() ?? ''}:${id}` : typeof this.event.headers['webhook-id'] === 'string' ? `webhook-id::${this.event.headers['webhook-id']}` : null;
+    return key === null ? null : key.length > 512 ? `sha256:${sha256Hex(key)}` : key;
+  }
 }
 
 /** Routing: the first matching rule's destination, else the default one. */
-export function routeInbound(target: IngestTarget, event: InboundEvent) {
+export function routeInbound(target: IngestTarget, event: InboundEvent, provider = new ProviderView(target, event)) {
   const byId = new Map(target.destinations.map((d) => [d.id, d]));
   const fallback = target.destinations.find((d) => d.isDefault)!;
   if (target.routing.length === 0) return fallback;
-  const context: EventContext = { ...event, body: bodyForMatching(event.body) };
+  const context: EventContext = { ...event, body: bodyForMatching(event.body), provider: target.providerPack?.provider ?? null, eventType: provider.eventType() };
   const rule = matchRule(target.routing, context);
   return (rule && byId.get(rule.destinationId)) || fallback;
 }
@@ -64,26 +99,37 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
 async function acceptFor(rt: Runtime, target: IngestTarget | null, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const runAt = admit(target);
+  const secretHeader = target.providerPack && providerSecretHeader(target.providerPack);
+  if (secretHeader && secretHeader in event.headers) {
+    // The provider's secret itself (GitLab's token) is a credential, not part of the event.
+    const { [secretHeader]: _secret, ...headers } = event.headers;
+    event = { ...event, headers };
+  }
   // What the event row keeps as text and jsonb (the body is kept as bytes).
   assertStorable({ path: event.path, query: event.query, headers: event.headers, contentType: event.contentType }, '');
-  const { isDefault: _isDefault, ...destination } = routeInbound(target, event);
+  const provider = new ProviderView(target, event);
+  const { isDefault: _isDefault, ...destination } = routeInbound(target, event, provider);
+  const dedupeKey = provider.dedupeKey();
   const eventId = newId('evt');
   const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
   const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
   const status = runAt && runAt.getTime() > Date.now() ? 'scheduled' : 'queued';
   const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt } as const;
+  let duplicateOf;
   try {
-    await storeEvent(
+    duplicateOf = await storeEvent(
       rt,
       rt.db.pool,
       { ...event, id: eventId, projectId: target.projectId, webhookId: target.webhookId, payloadExpiresAt, configVersion: target.configVersion },
       { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides } },
       delivery,
+      dedupeKey === null ? undefined : { key: dedupeKey, windowSeconds: target.dedupeWindowSeconds },
     );
   } catch (e) {
     // The webhook was deleted since the lookup.
     throw (e as { code?: unknown } | null)?.code === '23503' ? new NotFound('webhook') : e;
   }
+  if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
   rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }

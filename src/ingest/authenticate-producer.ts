@@ -6,7 +6,7 @@ import { openSecret } from '../webhooks/secrets.ts';
 
 export function producerUnauthorized(): Unauthorized {
   return new Unauthorized(
-    'Show the ingest secret (Authorization: Bearer whsec_… or x-webhook-secret: whsec_…) or sign the request the Standard Webhooks way.',
+    'Show the ingest secret (Authorization: Bearer whsec_… or x-webhook-secret: whsec_…) or sign the request the Standard Webhooks way, or, where the webhook has a provider pack, as that provider signs (valid and fresh).',
   );
 }
 

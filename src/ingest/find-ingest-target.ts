@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { DestinationSnapshot } from '../destinations/config.ts';
+import type { ProviderPack } from '../providers/index.ts';
 import type { RoutingRule } from '../routing/rules.ts';
 
 /** Everything ingest needs about a webhook (cached per process: see ingest-target-cache.ts). */
@@ -18,6 +19,10 @@ export interface IngestTarget {
   project: { id: string; tier: string; customQuotas: Record<string, unknown>; overageEnabled: boolean };
   /** Sealed ingest secrets valid now: the current one and any still in a rotation's grace period. */
   ingestSecrets: string[];
+  /** The provider pack whose signatures ingest also accepts, if any (its secret sealed). */
+  providerPack: ProviderPack | null;
+  /** Inbound deduplication window by the provider's delivery id, in seconds (0: off). */
+  dedupeWindowSeconds: number;
   /** The default destination and those the rules name. */
   destinations: (DestinationSnapshot & { isDefault: boolean })[];
 }
@@ -33,7 +38,7 @@ export async function findIngestTarget(db: pg.Pool | pg.PoolClient, publicId: st
   const { rows } = await db.query({
     name: 'find_ingest_target',
     text: `
-SELECT w.id, w.config_version, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides,
+SELECT w.id, w.config_version, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides, w.provider_pack, w.dedupe_window_seconds,
        p.tier, p.custom_quotas, p.overage_enabled,
        ARRAY(SELECT s.secret_enc FROM webhook_secrets s
               WHERE s.webhook_id = w.id AND s.kind = 'ingest' AND (s.expires_at IS NULL OR s.expires_at > now())
@@ -63,6 +68,8 @@ SELECT w.id, w.config_version, w.project_id, w.status, w.delivery_mode, w.defaul
     quotaOverrides: r.quota_overrides,
     project: { id: r.project_id, tier: r.tier, customQuotas: r.custom_quotas, overageEnabled: r.overage_enabled },
     ingestSecrets: r.ingest_secrets,
+    providerPack: r.provider_pack,
+    dedupeWindowSeconds: r.dedupe_window_seconds,
     destinations: r.destinations,
   };
 }

@@ -3,6 +3,7 @@ import { InvalidRequest, MethodNotAllowed, NotFound, WebhookPaused } from '../er
 import { readBody } from '../http/body.ts';
 import { sendError, sendJson } from '../http/respond.ts';
 import type { Runtime } from '../runtime.ts';
+import { providerSigned } from '../providers/index.ts';
 import { acceptEvent, type Admission } from './accept-event.ts';
 import { hasStandardSignature, presentedSecret, producerUnauthorized, secretMatches, signatureMatches } from './authenticate-producer.ts';
 import { DELIVER_AT_HEADER, parseDeliverAt } from './deliver-at.ts';
@@ -45,13 +46,17 @@ function scheduleFor(target: IngestTarget, headers: IncomingHttpHeaders): Date |
 /**
  * The producer shows the ingest secret (`Authorization: Bearer` or `x-webhook-secret`) or
  * signs the request the Standard Webhooks way; any valid version of the ingest secret
- * counts. Then validation (400) and state (409), in the contract's order.
+ * counts. Where the webhook has a provider pack, that provider's own signature counts too,
+ * verified on the raw body against `signedUrl` (the ingest URL as configured, PUBLIC_URL).
+ * Then validation (400) and state (409), in the contract's order.
  */
-function admitHttp(req: IncomingMessage, body: Buffer): Admission {
+function admitHttp(req: IncomingMessage, body: Buffer, signedUrl: string): Admission {
   return (target) => {
     const secret = presentedSecret(req.headers);
     const authenticated =
-      secret !== undefined ? secretMatches(secret, target.ingestSecrets) : hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets);
+      (secret !== undefined && secretMatches(secret, target.ingestSecrets)) ||
+      (hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets)) ||
+      (target.providerPack !== null && providerSigned(target.providerPack, { method: req.method ?? 'POST', url: signedUrl, headers: req.headers, body }));
     if (!authenticated) throw producerUnauthorized();
     const runAt = scheduleFor(target, req.headers);
     if (target.status === 'paused') throw new WebhookPaused();
@@ -86,7 +91,7 @@ export function createHttpIngestHandler(rt: Runtime) {
           contentType: req.headers['content-type'] ?? null,
           body,
         },
-        admitHttp(req, body),
+        admitHttp(req, body, `${rt.config.publicUrl}${url.pathname}${url.search}`),
       );
       sendJson(res, 202, accepted);
     } catch (err) {

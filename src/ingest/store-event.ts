@@ -30,22 +30,44 @@ const EVENT_COLUMNS = ['id', 'project_id', 'webhook_id', 'channel', 'method', 'p
 /** The name of the event insert, which later parts of the statement read (delivery, rate-window hit). */
 const STORED = 'stored';
 
+/** The name of the deduplication claim, which the event insert waits on when the webhook dedupes. */
+const CLAIM = 'claim';
+const NOW_UTC = "(now() AT TIME ZONE 'UTC')";
+
 /**
  * The event insert: written only while the webhook is still active, and still as the caller read
  * it (`event_config_version`), so a change committed since the lookup (a pause, a new secret, a
  * routing rule) wins without another round trip. `source` gates it (the quota checks' row).
+ *
+ * With `dedupe`, the provider's delivery id is claimed first, under the same gates, in
+ * inbound_dedupe (primary key: webhook and key, so two API processes cannot both claim it; an
+ * expired claim is taken over), and the event is written only when the claim is this request's.
  */
-function eventInsert(p: NamedParams, source?: { from: string; where: string }): string {
+function eventInsert(p: NamedParams, source?: { from: string; where: string }, dedupe = false): string {
   const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`)).join(', ');
   const webhookId = p.$('event_webhook_id');
   const version = p.$('event_config_version', 'int');
   const webhookActive = `EXISTS (SELECT 1 FROM webhooks WHERE id = ${webhookId} AND status = 'active' AND (${version} IS NULL OR config_version = ${version}))`;
-  return `${STORED} AS (
+  const gates = `${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${webhookActive}`;
+  const claim = dedupe
+    ? `${CLAIM} AS (
+  INSERT INTO inbound_dedupe (webhook_id, key, event_id, delivery_id, expires_at)
+  SELECT ${webhookId}, ${p.$('dedupe_key')}, ${p.$('event_id')}, ${p.$('dedupe_delivery_id')}, ${NOW_UTC} + make_interval(secs => ${p.$('dedupe_window_seconds', 'int')})${gates}
+  ON CONFLICT (webhook_id, key) DO UPDATE SET event_id = EXCLUDED.event_id, delivery_id = EXCLUDED.delivery_id, expires_at = EXCLUDED.expires_at
+   WHERE inbound_dedupe.expires_at <= ${NOW_UTC}
+  RETURNING 1
+), `
+    : '';
+  return `${claim}${STORED} AS (
   INSERT INTO events (${EVENT_COLUMNS.join(', ')})
-  SELECT ${values}${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${webhookActive}
+  SELECT ${values}${gates}${dedupe ? ` AND EXISTS (SELECT FROM ${CLAIM})` : ''}
   RETURNING id, project_id, webhook_id
 )`;
 }
+
+/** The claim that made this request a duplicate, as committed before the statement began (null: none seen). */
+const duplicateOf = (p: NamedParams) => `(SELECT json_build_object('eventId', event_id, 'deliveryId', delivery_id) FROM inbound_dedupe
+  WHERE webhook_id = ${p.$('event_webhook_id')} AND key = ${p.$('dedupe_key')} AND expires_at > ${NOW_UTC}) AS duplicate_of`;
 
 /** The event's delivery, written by the same statement (ingest): routed destination and first run time. */
 export interface IngestDelivery {
@@ -81,23 +103,42 @@ function statement(name: string, build: (p: NamedParams) => string): IngestState
 /** QUOTA_ENFORCEMENT=off: the event alone, or with its delivery. */
 const INSERT_EVENT = statement('ingest_insert_event', (p) => `WITH ${eventInsert(p)}
 SELECT EXISTS (SELECT FROM ${STORED}) AS stored`);
-const INSERT_EVENT_AND_DELIVERY = statement('ingest_insert_event_and_delivery', (p) => `WITH ${eventInsert(p)}
+const insertEventAndDelivery = (dedupe: boolean) => (p: NamedParams) => `WITH ${eventInsert(p, undefined, dedupe)}
 ${deliveryCtes(p)}
-SELECT EXISTS (SELECT FROM ${STORED}) AS stored, (SELECT count(*) FROM job) AS jobs`);
+SELECT EXISTS (SELECT FROM ${STORED}) AS stored, (SELECT count(*) FROM job) AS jobs${dedupe ? `, ${duplicateOf(p)}` : ''}`;
+const INSERT_EVENT_AND_DELIVERY = statement('ingest_insert_event_and_delivery', insertEventAndDelivery(false));
 
 /**
  * The quota checks and the event in one statement: the event is written only when the checks
  * admit the request (and the webhook is active); a refusal comes back with the usage the checks
  * read, to name the exceeded quota. With the delivery, the whole of an ingest is this statement.
  */
-const withinQuotas = (withDelivery: boolean, readCounters = true) => (p: NamedParams) => `WITH ${ingestQuotaCte(p, readCounters)},
-${eventInsert(p, { from: 'ingest_quota', where: 'ingest_quota.admitted' })}, ${ingestRateHitCte(STORED)}${withDelivery ? deliveryCtes(p) : ''}
-SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM ${STORED}) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''} FROM ingest_quota`;
+const withinQuotas = (withDelivery: boolean, readCounters = true, dedupe = false) => (p: NamedParams) => `WITH ${ingestQuotaCte(p, readCounters)},
+${eventInsert(p, { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe)}, ${ingestRateHitCte(STORED)}${withDelivery ? deliveryCtes(p) : ''}
+SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM ${STORED}) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''}${dedupe ? `, ${duplicateOf(p)}` : ''} FROM ingest_quota`;
 const INSERT_EVENT_WITHIN_QUOTAS = statement('ingest_insert_event_within_quotas', withinQuotas(false));
 const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = statement('ingest_insert_event_and_delivery_within_quotas', withinQuotas(true));
 /** The same, when the process's recent reading of the usage counters leaves ample headroom: the rate windows alone are read. */
 const INSERT_EVENT_WITHIN_RATE = statement('ingest_insert_event_within_rate', withinQuotas(false, false));
 const INSERT_EVENT_AND_DELIVERY_WITHIN_RATE = statement('ingest_insert_event_and_delivery_within_rate', withinQuotas(true, false));
+/** The same three with the delivery, when the webhook dedupes by the provider's delivery id. */
+const DEDUPED = {
+  none: statement('ingest_insert_event_and_delivery_dedupe', insertEventAndDelivery(true)),
+  quotas: statement('ingest_insert_event_and_delivery_within_quotas_dedupe', withinQuotas(true, true, true)),
+  rate: statement('ingest_insert_event_and_delivery_within_rate_dedupe', withinQuotas(true, false, true)),
+};
+
+/** Inbound deduplication: the key (provider, event type, delivery id) and the webhook's window. */
+export interface IngestDedupe {
+  key: string;
+  windowSeconds: number;
+}
+
+/** The accepted event a duplicate repeats. */
+export interface DuplicateOf {
+  eventId: string;
+  deliveryId: string;
+}
 
 function eventValues(e: NewEvent): Record<string, unknown> {
   return {
@@ -144,10 +185,14 @@ export async function storeEvent(
   event: NewEvent,
   quotas: { project: ProjectQuotaSource; webhook: WebhookQuotaSource },
   delivery?: IngestDelivery,
-): Promise<void> {
+  dedupe?: IngestDedupe,
+): Promise<DuplicateOf | null> {
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length });
-  const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}) };
-  const chosen = check
+  const dedupeValues = dedupe && delivery ? { dedupe_key: dedupe.key, dedupe_delivery_id: delivery.id, dedupe_window_seconds: dedupe.windowSeconds } : null;
+  const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues };
+  const chosen = dedupeValues
+    ? DEDUPED[check ? (check.readCounters ? 'quotas' : 'rate') : 'none']
+    : check
     ? check.readCounters
       ? delivery
         ? INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS
@@ -158,19 +203,30 @@ export async function storeEvent(
     : delivery
       ? INSERT_EVENT_AND_DELIVERY
       : INSERT_EVENT;
-  const run = async (client: pg.Pool | pg.PoolClient) => {
-    const { rows } = await client.query<IngestQuotaRow & { stored: boolean }>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
+  const run = async (client: pg.Pool | pg.PoolClient): Promise<DuplicateOf | null> => {
+    const { rows } = await client.query<IngestQuotaRow & { stored: boolean; duplicate_of?: DuplicateOf | null }>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
     check?.enforce(rows[0]);
-    if (!rows[0].stored) throw await stateNow(client, event.webhookId, event.configVersion);
+    if (rows[0].stored) return null;
+    if (rows[0].duplicate_of) return rows[0].duplicate_of;
+    // A claim committed by another process while this statement waited on it is not in the
+    // statement's snapshot: read it now.
+    if (dedupeValues) {
+      const again = await client.query<DuplicateOf>(
+        `SELECT event_id AS "eventId", delivery_id AS "deliveryId" FROM inbound_dedupe WHERE webhook_id = $1 AND key = $2 AND expires_at > ${NOW_UTC}`,
+        [event.webhookId, dedupeValues.dedupe_key],
+      );
+      if (again.rows[0]) return again.rows[0];
+    }
+    throw await stateNow(client, event.webhookId, event.configVersion);
   };
   if (!check?.exact) return run(db);
   if (isPoolClient(db)) {
     await check.lock(db);
     return run(db);
   }
-  await inTransaction(db, async (client) => {
+  return inTransaction(db, async (client) => {
     await check.lock(client);
-    await run(client);
+    return run(client);
   });
 }
 

@@ -14,6 +14,10 @@ export interface EventContext {
   contentType: string | null;
   /** The body as parsed JSON where it parses, else its text. */
   body: unknown;
+  /** The webhook's provider pack (`stripe`, `github`, …), when it has one. */
+  provider?: string | null;
+  /** The event type as the provider names it (Stripe `type`, GitHub `x-github-event`, …), when it has a provider pack. */
+  eventType?: string | null;
 }
 
 export interface RoutingRule {

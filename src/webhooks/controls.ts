@@ -11,12 +11,16 @@ export const CONTROL_DEFAULTS = {
   timeoutMs: 10_000,
   defaultDelaySeconds: null,
   throttleRatePerSecond: null,
+  dedupeWindowSeconds: 0,
 };
 
 // The delivery engine's input schema, plus: retryOn must not repeat a value.
 const retryPolicySchema = retryPolicyInput.superRefine((p, ctx) => {
   if (p.retryOn && new Set(p.retryOn).size !== p.retryOn.length) ctx.addIssue({ code: 'custom', path: ['retryOn'], message: 'must not repeat values' });
 });
+
+/** Inbound deduplication windows go up to a week. */
+export const MAX_DEDUPE_WINDOW_SECONDS = 604_800;
 
 /** Controls as a caller may send them on create or update (undefined: left out). */
 export interface ControlsInput {
@@ -27,6 +31,7 @@ export interface ControlsInput {
   defaultDelaySeconds?: number | null;
   throttleRatePerSecond?: number | null;
   customHeaders?: unknown;
+  dedupeWindowSeconds?: number | null;
 }
 
 export interface Controls {
@@ -37,6 +42,7 @@ export interface Controls {
   defaultDelaySeconds: number | null;
   throttleRatePerSecond: number | null;
   customHeaders: Record<string, string>;
+  dedupeWindowSeconds: number;
 }
 
 /** True when the policy, with left-out fields at their defaults, is the default policy (free on every tier). */
@@ -108,6 +114,9 @@ export function resolveControls(input: ControlsInput, base: Controls): Controls 
     out.throttleRatePerSecond = input.throttleRatePerSecond === null ? null : intInRange(input.throttleRatePerSecond, 'throttleRatePerSecond', 1, 1000);
   }
   if (input.customHeaders !== undefined) out.customHeaders = parseCustomHeaders(input.customHeaders);
+  if (input.dedupeWindowSeconds !== undefined) {
+    out.dedupeWindowSeconds = input.dedupeWindowSeconds === null ? 0 : intInRange(input.dedupeWindowSeconds, 'dedupeWindowSeconds', 0, MAX_DEDUPE_WINDOW_SECONDS);
+  }
   return out;
 }
 

@@ -53,6 +53,7 @@ function webhookFields(t: any) {
     defaultDelaySeconds: t.exposeInt('defaultDelaySeconds', { nullable: true }),
     throttleRatePerSecond: t.exposeInt('throttleRatePerSecond', { nullable: true }),
     customHeaders: t.field({ type: 'JSON', resolve: (w: Webhook) => w.customHeaders }),
+    dedupeWindowSeconds: t.exposeInt('dedupeWindowSeconds', { description: "Inbound deduplication by the provider's delivery id, in seconds (0: off)." }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
   };
@@ -189,6 +190,11 @@ const controlArgs = (t: ArgBuilder<Types>) => ({
   defaultDelaySeconds: t.int({ required: false, description: `Delay before each delivery, 0..604800 seconds ${from('default_delay')}; null for none.` }),
   throttleRatePerSecond: t.int({ required: false, description: `At most this many deliveries a second, 1..1000 ${from('throttling')}; null for no limit.` }),
   customHeaders: t({ type: 'JSON', required: false, description: `Headers added to every delivery: {"name": "value"} ${from('custom_headers')}.` }),
+  dedupeWindowSeconds: t.int({
+    required: false,
+    description:
+      "Inbound deduplication, 0..604800 seconds (default 0: off): a request whose provider delivery id (Stripe event id, GitHub x-github-delivery, Standard Webhooks webhook-id, …) was accepted within the window is answered 202 with the original eventId and status duplicate, and stored nowhere. null: off.",
+  }),
 });
 
 builder.mutationField('createWebhook', (t) =>

@@ -34,6 +34,7 @@ export async function updateWebhook(rt: Rt, projectId: string, webhookId: string
     defaultDelaySeconds: current.defaultDelaySeconds,
     throttleRatePerSecond: current.throttleRatePerSecond,
     customHeaders: current.customHeaders as Record<string, string>,
+    dedupeWindowSeconds: current.dedupeWindowSeconds,
   });
 
   return rt.db.prisma.$transaction(async (tx) => {

@@ -1,0 +1,98 @@
+import { InvalidRequest } from '../errors.ts';
+import { encryptSecret } from '../encryption.ts';
+import { Prisma } from '../generated/prisma/client.ts';
+import { requireFeature } from '../projects/gates.ts';
+import { getProject } from '../projects/service.ts';
+import type { Runtime } from '../runtime.ts';
+import { getWebhook } from '../webhooks/get-webhook.ts';
+import { findProvider, PROVIDERS, type Provider, type ProviderPack } from './index.ts';
+
+type Rt = Pick<Runtime, 'db'>;
+
+/** A webhook's provider pack as shown: never the secret. */
+export interface ProviderConfigView {
+  webhookId: string;
+  /** null: no provider pack. */
+  provider: string | null;
+  /** The timestamp tolerance in force: as set, else the provider's default; null when the scheme signs no timestamp. */
+  toleranceSeconds: number | null;
+}
+
+export const MAX_TOLERANCE_SECONDS = 86_400;
+const MAX_SECRET_LENGTH = 4096;
+
+function view(webhookId: string, pack: ProviderPack | null): ProviderConfigView {
+  if (!pack) return { webhookId, provider: null, toleranceSeconds: null };
+  return { webhookId, provider: pack.provider, toleranceSeconds: pack.toleranceSeconds ?? findProvider(pack.provider)?.toleranceSeconds ?? null };
+}
+
+export async function getProviderConfig(rt: Rt, projectId: string, webhookId: string): Promise<ProviderConfigView> {
+  const webhook = await getWebhook(rt, projectId, webhookId);
+  return view(webhookId, webhook.providerPack as ProviderPack | null);
+}
+
+export interface ProviderConfigInput {
+  provider?: string | null;
+  secret?: string | null;
+  toleranceSeconds?: number | null;
+}
+
+/**
+ * `{provider, secret, toleranceSeconds?}` sets the webhook's provider pack (Starter and above);
+ * `{provider: null}` removes it. The secret is sealed at rest and never shown; left out, it is
+ * kept when the provider stays the same. Saving raises the webhook's lookup version (trigger).
+ */
+export async function setProviderConfig(rt: Rt, projectId: string, webhookId: string, input: ProviderConfigInput): Promise<ProviderConfigView> {
+  const webhook = await getWebhook(rt, projectId, webhookId);
+  if (input.provider === undefined) throw new InvalidRequest('provider is required: one of GET /v1/providers, or null to remove the provider pack.', 'provider');
+  if (input.provider === null) {
+    for (const f of ['secret', 'toleranceSeconds'] as const) {
+      if (input[f] !== undefined && input[f] !== null) throw new InvalidRequest(`${f} is not taken when provider is null.`, f);
+    }
+    await rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: Prisma.DbNull } });
+    return view(webhookId, null);
+  }
+  requireFeature((await getProject(rt, projectId)).tier, 'provider_packs');
+  const provider = findProvider(input.provider);
+  if (!provider) throw new InvalidRequest(`provider must be one of ${PROVIDERS.map((p) => p.id).join(', ')}, or null.`, 'provider');
+  const current = webhook.providerPack as ProviderPack | null;
+  let secretEnc: string;
+  if (input.secret === undefined || input.secret === null) {
+    if (current?.provider !== provider.id) throw new InvalidRequest(`secret is required: ${provider.secret}.`, 'secret');
+    secretEnc = current.secretEnc;
+  } else {
+    if (typeof input.secret !== 'string' || input.secret.trim() === '' || input.secret.length > MAX_SECRET_LENGTH) {
+      throw new InvalidRequest(`secret must be a non-empty string of at most ${MAX_SECRET_LENGTH} characters: ${provider.secret}.`, 'secret');
+    }
+    secretEnc = encryptSecret(input.secret.trim());
+  }
+  const toleranceSeconds = parseTolerance(provider, input.toleranceSeconds);
+  const pack: ProviderPack = { provider: provider.id, secretEnc, toleranceSeconds };
+  await rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: pack as unknown as Prisma.InputJsonValue } });
+  return view(webhookId, pack);
+}
+
+function parseTolerance(provider: Provider, raw: unknown): number | null {
+  if (raw === undefined || raw === null) return null;
+  if (provider.toleranceSeconds === null) throw new InvalidRequest(`${provider.name} signs no timestamp: toleranceSeconds is not taken.`, 'toleranceSeconds');
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > MAX_TOLERANCE_SECONDS) {
+    throw new InvalidRequest(`toleranceSeconds must be an integer between 1 and ${MAX_TOLERANCE_SECONDS}.`, 'toleranceSeconds');
+  }
+  return raw;
+}
+
+/** The supported providers, as `GET /v1/providers` lists them. */
+export function listProviders() {
+  return PROVIDERS.map((p) => ({
+    id: p.id,
+    name: p.name,
+    secret: p.secret,
+    header: p.header,
+    scheme: p.scheme,
+    toleranceSeconds: p.toleranceSeconds,
+    eventType: p.eventType.map(describe),
+    deliveryId: p.deliveryId.map(describe),
+  }));
+}
+
+const describe = (l: Provider['eventType'][number]) => ('header' in l ? `header ${l.header}` : `body ${l.body}`);

@@ -1,0 +1,4 @@
+import { standardWebhooks } from './standard-webhooks.ts';
+
+/** Signs the Standard Webhooks way. */
+export default standardWebhooks('svix', 'Svix');
