@@ -208,7 +208,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(ingest.responses).sort()).toEqual(['202', '400', '401', '404', '409', '413', '429', '500', '503']);
     expect(ingest.security.map((s: any) => Object.keys(s)[0]).sort()).toEqual(['ingestBearer', 'ingestSecret', 'standardWebhooksSignature']);
     expect(ingest.parameters.map((x: any) => x.name)).toEqual(expect.arrayContaining(['x-service-deliver-at', 'webhook-id', 'webhook-timestamp', 'webhook-signature']));
-    expect(resolve(ingest.responses['202'].content['application/json'].schema).properties.status.enum).toEqual(['queued', 'scheduled']);
+    expect(resolve(ingest.responses['202'].content['application/json'].schema).properties.status.enum).toEqual(['queued', 'scheduled', 'duplicate']);
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     expect(Object.keys(doc.paths['/readyz'].get.responses)).toEqual(['200', '503']);
     const delivery = doc.webhooks.delivery.post;
