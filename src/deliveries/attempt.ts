@@ -31,7 +31,16 @@ export interface DeliveryEngine {
 
 export function createDeliveryEngine(rt: Runtime, outbound: OutboundClient): DeliveryEngine {
   const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
-  return { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+  const engine: DeliveryEngine = { rt, outbound, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+  // Ingest in this process hands new deliveries to a running drain of their webhook.
+  if (rt.runners) {
+    rt.runners.localDrain = (webhookId) => {
+      const drain = engine.drains.get(webhookId);
+      drain?.poke();
+      return drain !== undefined;
+    };
+  }
+  return engine;
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
@@ -41,6 +50,14 @@ const DRAIN_BUDGET_MS = 5_000;
 const JOIN_WAIT_MS = 50;
 
 /**
+ * How long a drain with nothing in flight stays for new deliveries of its webhook (ingest on this
+ * process hands them over: JobRunnerNudge.deliveryQueued) before its job finishes. A steady
+ * stream then costs one claim per batch, not a NOTIFY, a job fetch, a job run and a completion
+ * per event.
+ */
+const DRAIN_LINGER_MS = 100;
+
+/**
  * A job draining one parallel webhook on this runner; the webhook's other jobs name their
  * delivery to it. They wait (briefly) until a claim took their delivery up: while they hold
  * the runner's job slots, graphile-worker does not run through the queue ahead of the drain,
@@ -48,13 +65,16 @@ const JOIN_WAIT_MS = 50;
  */
 class Drain {
   private waiting = new Map<string, () => void>();
+  /** Deliveries were queued (ingest on this process) since the last claim began: claim again. */
+  poked = false;
+  private wakeUp: (() => void) | null = null;
 
   get size() {
     return this.waiting.size;
   }
 
   join(deliveryId: string): Promise<void> {
-    return new Promise((resolve) => {
+    const joined = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, JOIN_WAIT_MS);
       const before = this.waiting.get(deliveryId);
       this.waiting.set(deliveryId, () => {
@@ -63,6 +83,31 @@ class Drain {
         resolve();
       });
     });
+    this.wake();
+    return joined;
+  }
+
+  /** A delivery of the webhook was queued and committed: the next claim finds it. */
+  poke(): void {
+    this.poked = true;
+    this.wake();
+  }
+
+  /** Resolves at the next join or poke, or after `ms` (never, without). */
+  woken(ms?: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(() => done(), ms);
+      const done = () => {
+        clearTimeout(timer);
+        if (this.wakeUp === done) this.wakeUp = null;
+        resolve();
+      };
+      this.wakeUp = done;
+    });
+  }
+
+  private wake() {
+    this.wakeUp?.();
   }
 
   /** The named deliveries, and the release of their jobs once a claim took them up. */
@@ -110,6 +155,11 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   }
   const stopDraining = () => {
     if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
+    // Deliveries handed over since the last claim began were not claimed: wake the runners for them.
+    if (drain?.poked) {
+      drain.poked = false;
+      engine.rt.runners.nudge();
+    }
   };
   let handOff = false;
   let single = false;
@@ -118,7 +168,8 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   try {
     for (let round = 0; ; round++) {
       const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
-      if (room > 0 && (round === 0 || !exhausted || drain?.size)) {
+      if (room > 0 && (round === 0 || !exhausted || drain?.size || drain?.poked)) {
+        if (drain) drain.poked = false;
         const named = drain?.take() ?? { ids: [], release() {} };
         const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
@@ -151,12 +202,16 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
       }
       if (inFlight.size === 0) {
         // Nothing was claimed: nothing is due, or other runners' drains hold every slot (they go on).
-        if (!drain?.size) break;
+        if (drain?.size || drain?.poked) continue;
+        if (!drain) break;
+        // Stay a moment for deliveries ingest on this process hands over (or jobs that join).
+        await drain.woken(Math.max(0, Math.min(DRAIN_LINGER_MS, deadline - Date.now())));
+        if (!drain.size && !drain.poked) break;
         continue;
       }
-      // Claim again once some attempts finished: at once when many slots are free, else
-      // after a moment, so that each claim takes a batch.
-      await Promise.race(inFlight);
+      // Claim again once some attempts finished, or new deliveries were handed over: at once
+      // when many slots are free, else after a moment, so that each claim takes a batch.
+      await (drain ? Promise.race([...inFlight, drain.woken()]) : Promise.race(inFlight));
       if (inFlight.size > room / 2) await new Promise((r) => setTimeout(r, 2));
     }
   } finally {

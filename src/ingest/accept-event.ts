@@ -92,6 +92,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, event: Inboun
     // The webhook was deleted since the lookup.
     throw (e as any)?.code === '23503' ? new NotFound('webhook') : e;
   }
-  rt.runners.nudge();
+  if (status === 'queued') rt.runners.deliveryQueued(target.webhookId);
+  else rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }
