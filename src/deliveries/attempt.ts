@@ -58,6 +58,13 @@ const JOIN_WAIT_MS = 50;
 const DRAIN_LINGER_MS = 100;
 
 /**
+ * Least time between two claims that only take up deliveries handed over by ingest: at a steady
+ * few hundred events/s each claim then takes a few, rather than one statement (and one
+ * notification statement) per event, for at most this much more latency.
+ */
+const HANDED_OVER_CLAIM_GAP_MS = 4;
+
+/**
  * A job draining one parallel webhook on this runner; the webhook's other jobs name their
  * delivery to it. They wait (briefly) until a claim took their delivery up: while they hold
  * the runner's job slots, graphile-worker does not run through the queue ahead of the drain,
@@ -165,11 +172,18 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   let single = false;
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
+  let lastClaimAt = 0;
   try {
     for (let round = 0; ; round++) {
       const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
       if (room > 0 && (round === 0 || !exhausted || drain?.size || drain?.poked)) {
+        if (round > 0 && exhausted && !drain?.size && inFlight.size > 0) {
+          // Only handed-over deliveries to take up: gather a few more first.
+          const wait = lastClaimAt + HANDED_OVER_CLAIM_GAP_MS - Date.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        }
         if (drain) drain.poked = false;
+        lastClaimAt = Date.now();
         const named = drain?.take() ?? { ids: [], release() {} };
         const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
