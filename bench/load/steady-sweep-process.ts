@@ -46,6 +46,8 @@ export interface SweepPhase {
   /** Write time − scheduled time: how late the producer itself was (its timer, its CPU). */
   senderLag: Figures;
   healthz?: Figures & { probes: number };
+  /** Per second of the phase, how many of its events took more than 100 ms to arrive: a stall shows as one bad second, saturation as many. */
+  slowPerSecond: number[];
   /** The load process's own event-loop delay during the phase. */
   loadLoopDelayP99Ms: number;
   connectionsOpened: number;
@@ -59,6 +61,8 @@ export interface SweepRun {
 export interface SweepOutput {
   runs: SweepRun[];
   burst?: { events: number; ingestPerSec: number; drainedSeconds: number };
+  /** Why ingest requests failed (status and start of the body, or the socket error), with counts. */
+  failureReasons: Record<string, number>;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -140,14 +144,22 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
 
   let seq = 0;
   let failures = 0;
+  /** Why requests failed, with counts. */
+  const failureReasons = new Map<string, number>();
+  const fail = (why: string) => {
+    failures++;
+    failureReasons.set(why, (failureReasons.get(why) ?? 0) + 1);
+  };
   const event = (n: number) => (stamp: number) => JSON.stringify({ sentAt: stamp, seq: n, type: 'order.created', data: { note: FILLER } });
+  /** When each event was due, relative to its phase's start (s). */
+  const dueAt = new Map<number, number>();
   async function ingest(n: number, answers?: number[]) {
     try {
       const r = await request('POST', ingestPath, ingestHeaders, event(n));
-      if (r.status !== 202) failures++;
+      if (r.status !== 202) fail(`HTTP ${r.status} ${r.text.slice(0, 80)}`);
       else answers?.push(r.ms);
-    } catch {
-      failures++;
+    } catch (e) {
+      fail((e as Error).message);
     }
   }
   async function waitArrived(count: number, timeoutMs: number) {
@@ -167,6 +179,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
       // Everything due by now goes out at once: a late timer never lowers the rate.
       while (i < total && start + (i * 1000) / rate <= performance.now()) {
         lag.push(performance.now() - (start + (i * 1000) / rate));
+        if (onEach) dueAt.set(seq, i / rate);
         pending.push(onEach ? onEach(seq++) : ingest(seq++));
         i++;
       }
@@ -199,9 +212,12 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
       eld.disable();
       await waitArrived(first + total, 20_000);
       const e2e: number[] = [];
+      const slowPerSecond = Array.from({ length: Math.ceil(input.seconds) }, () => 0);
       for (let n = first; n < first + total; n++) {
         const ms = arrived.get(n);
         if (ms !== undefined) e2e.push(ms);
+        if (ms === undefined || ms > 100) slowPerSecond[Math.min(slowPerSecond.length - 1, Math.floor(dueAt.get(n) ?? 0))]++;
+        dueAt.delete(n);
       }
       phases.push({
         rate,
@@ -213,6 +229,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
         e2e: figures(e2e),
         senderLag: figures(lag),
         healthz: probes.length ? { ...figures(probes), probes: probes.length } : undefined,
+        slowPerSecond,
         loadLoopDelayP99Ms: Math.round(eld.percentile(99) / 1e4) / 100,
         connectionsOpened: opened - openedBefore,
       });
@@ -246,7 +263,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
       await sleep(2_000);
       runs.push(await sweep('after burst'));
     }
-    return { runs, burst };
+    return { runs, burst, failureReasons: Object.fromEntries(failureReasons) };
   } finally {
     agent.destroy();
     receiver.closeAllConnections();

@@ -97,12 +97,12 @@ function sweepTable(outputs: { layout: string; out: SweepOutput }[]): string {
   const lines = [
     `A producer sends one ~1 KB event every 1/rate s to one webhook (maxInFlight 100) on keep-alive connections, opening another when all are waiting ` +
       `(it never queues behind its own requests), and stamps each event in its body right before the request is written; a loopback receiver answers 200 at once ` +
-      `and records arrival − stamp. Each service on a fresh database with its defaults; 250 events of warm-up, then each rate; then a burst of ${BURST.toLocaleString('en')} events ` +
+      `and records arrival − stamp. "Seconds with e2e > 100 ms": how many seconds of the phase had an event that slow (a stall shows as one or two, saturation as most). Each service on a fresh database with its defaults; 250 events of warm-up, then each rate; then a burst of ${BURST.toLocaleString('en')} events ` +
       `(${'`--connections`'} connections) is drained and the sweep runs again. Targets (issue 14): ingest answer p99 < ${INGEST_P99_BAR_MS} ms and e2e p99 < ${E2E_P99_BAR_MS} ms at 200 and 400 events/s; ` +
       `/healthz p99 < 20 ms during the ${HEALTHZ_RATE}/s phase (probed every 20 ms).`,
     '',
-    '| service | state | rate | sent/s | ingest p50 | ingest p99 | ingest max | e2e p50 | e2e p99 | e2e max | /healthz p99 | sender lag p99 / max | lost / failed |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| service | state | rate | sent/s | ingest p50 | ingest p99 | ingest max | e2e p50 | e2e p99 | e2e max | /healthz p99 | sender lag p99 / max | seconds with e2e > 100 ms | lost / failed |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const summary: string[] = [];
   for (const { layout, out } of outputs) {
@@ -110,7 +110,7 @@ function sweepTable(outputs: { layout: string; out: SweepOutput }[]): string {
       for (const p of run.phases) {
         lines.push(
           `| ${layout} | ${run.label} | ${p.rate}/s | ${p.sentPerSec.toFixed(0)} | ${ms(p.ingest.p50)} | ${ms(p.ingest.p99)} | ${ms(p.ingest.max)} | ${ms(p.e2e.p50)} | ${ms(p.e2e.p99)} | ${ms(p.e2e.max)} | ` +
-            `${p.healthz ? ms(p.healthz.p99) : ''} | ${ms(p.senderLag.p99)} / ${ms(p.senderLag.max)} | ${p.sent - p.delivered} / ${p.failures} |`,
+            `${p.healthz ? ms(p.healthz.p99) : ''} | ${ms(p.senderLag.p99)} / ${ms(p.senderLag.max)} | ${p.slowPerSecond.filter((n) => n > 0).length} of ${p.slowPerSecond.length} | ${p.sent - p.delivered} / ${p.failures} |`,
         );
       }
       summary.push(
@@ -118,6 +118,8 @@ function sweepTable(outputs: { layout: string; out: SweepOutput }[]): string {
           `with ingest p99 < ${INGEST_P99_BAR_MS} ms too: ${highestRate(run.phases, meetsTargets) || 'none'}${highestRate(run.phases, meetsTargets) ? '/s' : ''}`,
       );
     }
+    const reasons = Object.entries(out.failureReasons ?? {});
+    if (reasons.length) summary.push(`- ${layout}: failed requests: ${reasons.map(([why, n]) => `${n} × ${why}`).join('; ')}`);
     if (out.burst) summary.push(`- ${layout}: burst of ${out.burst.events} ingested at ${out.burst.ingestPerSec.toFixed(0)} events/s, all delivered ${out.burst.drainedSeconds.toFixed(1)} s after it started`);
   }
   return [...lines, '', ...summary, ''].join('\n');
