@@ -8,6 +8,13 @@ export interface BenchOptions {
   list: boolean;
   /** Run the service with `node --cpu-prof`, the profile written to bench/results/profiles/ when it stops. */
   cpuProf: boolean;
+  /** steady-sweep: its rates (events/s) and seconds per rate. */
+  sweep: SweepSettings;
+}
+
+export interface SweepSettings {
+  rates: number[];
+  seconds: number;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -15,6 +22,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --duration S       measured seconds per figure (default 10)
   --connections N    concurrent connections (default 50)
   --warmup S         unmeasured seconds of load before each figure (default 2)
+  --sweep-seconds S  steady-sweep: seconds per rate (default 10; fewer for quick iteration)
+  --sweep-rates a,b  steady-sweep: the rates in events/s (default 50,100,200,400,800)
   --list             list the scenarios and exit
   --cpu-prof         profile the service (node --cpu-prof) over the whole run; summarise with
                      npx tsx bench/profile-top.ts bench/results/profiles/<file>.cpuprofile
@@ -38,8 +47,12 @@ export function parseOptions(argv: string[]): BenchOptions {
       warmup: { type: 'string' },
       list: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
+      'sweep-seconds': { type: 'string' },
+      'sweep-rates': { type: 'string' },
     },
   });
+  const rates = values['sweep-rates']?.split(',').map((r) => integer('sweep-rates', r.trim(), 0, 1, 5000)) ?? [50, 100, 200, 400, 800];
+  if (rates.length === 0) throw new Error('--sweep-rates needs at least one rate');
   const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
   return {
     settings: {
@@ -50,5 +63,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     only: only?.length ? only : undefined,
     list: values.list ?? false,
     cpuProf: values['cpu-prof'] ?? false,
+    sweep: { rates, seconds: integer('sweep-seconds', values['sweep-seconds'], 10, 1, 120) },
   };
 }

@@ -29,6 +29,8 @@ export interface ScenarioReport {
   error?: string;
   elapsedS: number;
   results: Result[];
+  /** Markdown of the scenario's own, under the table (ScenarioContext.addSection). */
+  sections?: string[];
 }
 
 export interface Report {
@@ -104,6 +106,7 @@ export function renderMarkdown(report: Report): string {
     '',
     'Latencies have autocannon\'s 1 ms resolution. "vs baseline": the figure divided by the baseline\'s (throughput: higher is better; p99: lower is better).',
     '',
+    ...report.scenarios.flatMap((sc) => (sc.status === 'ok' && sc.sections?.length ? [`## ${sc.name}`, '', ...sc.sections, ''] : [])),
     '## What each figure measures',
     '',
     ...BASELINES.map((b) => `- **baseline:${b.name}**: ${b.description}`),

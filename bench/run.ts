@@ -70,16 +70,19 @@ async function runScenario(scenario: Scenario, baselines: BaselineRuns, project:
   const started = Date.now();
   const timeoutMs = typeof scenario.timeoutMs === 'function' ? scenario.timeoutMs(settings) : (scenario.timeoutMs ?? defaultTimeoutMs);
   const signal = AbortSignal.any([interrupted.signal, AbortSignal.timeout(timeoutMs)]);
+  const sections: string[] = [];
   const ctx: ScenarioContext = {
     serviceUrl: service!.url,
     apiKey: project.apiKey,
     projectId: project.projectId,
     databaseUrl: database!.url,
     settings,
+    sweep: options.sweep,
     autocannon: (o) => runAutocannon({ ...o, url: o.url ?? service!.url }, settings, signal),
     baseline: (name, s) => baselines.get(name, s, signal),
     runLoadProcess: (script, input, o) => runLoadProcess(script, input, { timeoutMs: o?.timeoutMs ?? timeoutMs, signal }),
     signal,
+    addSection: (markdown) => sections.push(markdown),
     log: (m) => log(`${scenario.name}: ${m}`),
   };
   const report = (status: 'ok' | 'failed', results: Result[], error?: string): ScenarioReport => ({
@@ -89,6 +92,7 @@ async function runScenario(scenario: Scenario, baselines: BaselineRuns, project:
     error,
     elapsedS: Math.round((Date.now() - started) / 100) / 10,
     results,
+    ...(sections.length ? { sections } : {}),
   });
   try {
     const aborted = new Promise<never>((_, reject) => {

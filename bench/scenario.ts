@@ -1,4 +1,5 @@
 // The contract between the harness (bench/run.ts) and the scenario files (bench/scenarios/*.ts).
+import type { SweepSettings } from './options.ts';
 
 /** Load settings shared by a scenario and the baseline it is compared with. */
 export interface LoadSettings {
@@ -76,6 +77,8 @@ export interface ScenarioContext {
   databaseUrl: string;
   /** Settings from the command line (`--connections`, `--duration`, `--warmup`). */
   settings: LoadSettings;
+  /** steady-sweep's rates and seconds per rate (`--sweep-rates`, `--sweep-seconds`). */
+  sweep: SweepSettings;
   /** Runs autocannon in its own process (warm-up, then the measured run). Throws when too many requests fail. */
   autocannon(options: AutocannonOptions): Promise<LoadFigures>;
   /**
@@ -91,6 +94,8 @@ export interface ScenarioContext {
   runLoadProcess<T>(script: string, input: unknown, options?: { timeoutMs?: number }): Promise<T>;
   /** Aborted when the scenario times out or the run is interrupted: stop custom loops on it. */
   signal: AbortSignal;
+  /** Markdown printed under the report's table in a section of the scenario's own (e.g. a table with more columns). */
+  addSection(markdown: string): void;
   /** Progress line on stderr (stdout carries the report). */
   log(message: string): void;
 }

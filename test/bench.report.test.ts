@@ -6,7 +6,7 @@ import type { Result } from '../bench/scenario.ts';
 
 describe('bench command line', () => {
   it('defaults to 10 s, 50 connections, 2 s warm-up and every scenario', () => {
-    expect(parseOptions([])).toEqual({ settings: { duration: 10, connections: 50, warmup: 2 }, only: undefined, list: false, cpuProf: false });
+    expect(parseOptions([])).toEqual({ settings: { duration: 10, connections: 50, warmup: 2 }, only: undefined, list: false, cpuProf: false, sweep: { rates: [50, 100, 200, 400, 800], seconds: 10 } });
   });
 
   it('profiles the service only when asked with --cpu-prof', () => {

@@ -27,19 +27,27 @@ export interface Database {
 }
 
 /**
+ * How long a pooled connection may sit idle before it is closed (pg's default is 10 s). A new
+ * connection costs a backend start, authentication and, for each named statement, a parse and
+ * plan: under a steady load whose concurrency wavers, a 10 s timeout closed connections that the
+ * next wave had to open again, in the middle of the traffic (issue 14).
+ */
+const IDLE_TIMEOUT_MS = 5 * 60_000;
+
+/**
  * `relaxedPoolSize`: the relaxed pool also carries a job runner's own bookkeeping, so a process
  * that runs one sizes it to the runner's concurrency (graphile-worker warns below that).
  */
 export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = poolSize): Database {
   // Timestamps are stored as UTC wall time (Prisma's `timestamp(3)`); every session speaks UTC.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' });
   // Connection errors surface on the next query; these handlers keep them from crashing the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const relaxedPool = new pg.Pool({ connectionString: url, max: relaxedPoolSize, options: '-c TimeZone=UTC -c synchronous_commit=off' });
+  const relaxedPool = new pg.Pool({ connectionString: url, max: relaxedPoolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC -c synchronous_commit=off' });
   relaxedPool.on('error', () => {});
   relaxedPool.on('connect', (client) => client.on('error', () => {}));
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, options: '-c TimeZone=UTC' }) });
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' }) });
   return {
     prisma,
     pool,
