@@ -1,6 +1,6 @@
 // The layering of src/ (docs/architecture.md), checked by test/structure.layering.test.ts and by
 // `npx depcruise src` (dependency-cruiser).
-const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|conversations';
+const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|schedules|retention|conversations';
 
 // What a domain offers its siblings: service functions, pure rules and types, and the GraphQL
 // types other domains' fields are built from. Everything else in a domain is its own.
@@ -13,6 +13,9 @@ const PUBLIC = [
   '^src/destinations/(service|config|graphql)\\.ts$',
   '^src/destinations/senders/(index|http)\\.ts$',
   '^src/deliveries/(job|replay|notify|delivery-reads)\\.ts$',
+  '^src/ingest/cron-ingest\\.ts$',
+  '^src/schedules/(service|tick|graphql)\\.ts$',
+  '^src/retention/run\\.ts$',
 ];
 
 // Below every domain: they import no domain and nothing of the edge.

@@ -3,8 +3,10 @@ import type { DeliveryEngine } from '../src/deliveries/attempt.ts';
 import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { BULK_REPLAY_TASK } from '../src/deliveries/replay.ts';
 import type { Runtime } from '../src/runtime.ts';
+import { TICK_TASK } from '../src/schedules/tick.ts';
 import { deliveriesAttempt } from './deliveries__attempt.ts';
 import { replaysRun } from './replays__run.ts';
+import { schedulesTick } from './schedules__tick.ts';
 
 /**
  * Every graphile-worker task, by name (`domain__action`). Task files are thin: they
@@ -14,5 +16,6 @@ export function createTaskList(rt: Runtime, engine: DeliveryEngine): TaskList {
   return {
     [ATTEMPT_TASK]: deliveriesAttempt(engine),
     [BULK_REPLAY_TASK]: replaysRun(rt),
+    [TICK_TASK]: schedulesTick(rt),
   };
 }
