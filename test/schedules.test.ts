@@ -205,9 +205,12 @@ describe('schedules: ticks', () => {
     await missTicks(s.id, 3_600_000);
     const worker = await startTestApp({ databaseUrl: app.databaseUrl, api: false, worker: true });
     try {
-      const first = await waitFor(async () => (await eventsOf(s.id)).length >= 1 && (await eventsOf(s.id)), 15_000);
+      const first = await waitFor(async () => {
+        const e = await eventsOf(s.id);
+        return e.length >= 1 ? e : null;
+      }, 15_000);
       const row = (await app.api(apiKey, 'GET', `${base(wh.id)}/${s.id}`)).body;
-      expect(row.lastEventId).toBe(first[0].id);
+      expect(row.lastEventId).toBe(first![0].id);
       // Soon after: the catch-up tick, then at most the regular ticks since (about one a second), not 3,600.
       await new Promise((r) => setTimeout(r, 1_500));
       const events = await eventsOf(s.id);
