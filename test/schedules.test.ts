@@ -197,6 +197,16 @@ describe('schedules: ticks', () => {
     expect(event.headers['x-schedule-tick']).toBe(at3.toISOString());
   });
 
+  it('ticks do not count toward the ingest rate (the other quotas apply)', async () => {
+    const { apiKey, projectId } = await app.project('starter'); // 10 req/s
+    const wh = await createWebhook(app, apiKey);
+    const s = (await app.api(apiKey, 'POST', base(wh.id), { cron: '0 0 1 1 *' })).body;
+    const answers = await Promise.all(Array.from({ length: 15 }, () => app.api(apiKey, 'POST', `${base(wh.id)}/${s.id}/trigger`)));
+    expect(answers.map((a) => a.status)).toEqual(Array(15).fill(202));
+    expect(await eventsOf(s.id)).toHaveLength(15);
+    expect(await app.rt.db.pool.query(`SELECT 1 FROM rate_limit_windows WHERE key IN ($1, $2)`, [`ingest:p:${projectId}`, `ingest:w:${wh.id}`]).then((r) => r.rows)).toHaveLength(0);
+  });
+
   it('ticks missed while no runner ran fire once on recovery, never a burst', async () => {
     const { apiKey } = await app.project('starter');
     const wh = await createWebhook(app, apiKey);
