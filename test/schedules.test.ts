@@ -234,6 +234,23 @@ describe('schedules: ticks', () => {
     }
   });
 
+  it('many ticks at once on a runner whose pool is smaller than its concurrency: none waits for a second connection', async () => {
+    const { apiKey } = await app.project('starter');
+    const wh = await createWebhook(app, apiKey);
+    const worker = await startTestApp({ databaseUrl: app.databaseUrl, api: false, worker: true, config: { DATABASE_POOL_SIZE: 2, WORKER_CONCURRENCY: 8 } });
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 12; i++) ids.push((await app.api(apiKey, 'POST', base(wh.id), { cron: '* * * * * *' })).body.id);
+      await waitFor(async () => {
+        const { rows } = await app.rt.db.pool.query(`SELECT count(DISTINCT headers->>'x-schedule-id')::int AS n FROM events WHERE webhook_id = $1`, [wh.id]);
+        return rows[0].n === ids.length;
+      }, 15_000);
+    } finally {
+      for (const id of ids) await app.api(apiKey, 'PATCH', `${base(wh.id)}/${id}`, { enabled: false });
+      await worker.stop();
+    }
+  });
+
   it('a six-field every-second schedule delivers each tick once with two runners running', async () => {
     const receiver = await startReceiver();
     const { apiKey } = await app.project('starter');

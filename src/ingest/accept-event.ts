@@ -50,7 +50,7 @@ export type Admission = (target: IngestTarget) => Date | null;
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
-  let { target, kept } = await cache.get(rt, publicId);
+  let { target, kept } = await cache.get(rt, publicId, client);
   for (let tries = 1; ; tries++) {
     try {
       return await acceptFor(rt, target, event, admit, client);
@@ -59,7 +59,7 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
       const stale = err instanceof StaleIngestTarget;
       if (!kept && !stale) throw err;
       if (tries >= 3) throw stale ? new InvalidState('the webhook kept changing during the request; send it again') : err;
-      target = await cache.fresh(rt, publicId);
+      target = await cache.fresh(rt, publicId, client);
       kept = false;
     }
   }
