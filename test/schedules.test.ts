@@ -197,6 +197,18 @@ describe('schedules: ticks', () => {
     expect(event.headers['x-schedule-tick']).toBe(at3.toISOString());
   });
 
+  it("a destroyed webhook's schedules are gone with it; their waiting job finds nothing to fire", async () => {
+    const { apiKey } = await app.project('starter');
+    const wh = await createWebhook(app, apiKey);
+    const s = (await app.api(apiKey, 'POST', base(wh.id), { cron: '* * * * *' })).body;
+    await app.rt.db.pool.query(`INSERT INTO retention_cursors (webhook_id, kind, last_id) VALUES ($1, 'payload', 'evt_0')`, [wh.id]);
+    await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/archive`);
+    expect((await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/destroy`)).status).toBe(200);
+    expect(await app.rt.db.pool.query(`SELECT 1 FROM schedules WHERE id = $1`, [s.id]).then((r) => r.rows)).toHaveLength(0);
+    expect(await app.rt.db.pool.query(`SELECT 1 FROM retention_cursors WHERE webhook_id = $1`, [wh.id]).then((r) => r.rows)).toHaveLength(0);
+    expect(await runTick(app.rt, s.id, s.nextRunAt)).toEqual({ status: 'stale' });
+  });
+
   it('ticks do not count toward the ingest rate (the other quotas apply)', async () => {
     const { apiKey, projectId } = await app.project('starter'); // 10 req/s
     const wh = await createWebhook(app, apiKey);
