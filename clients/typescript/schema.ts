@@ -506,6 +506,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's schedules, oldest first
+         * @description A webhook's schedules, oldest first (cursor-paginated). starter tier and above.
+         */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Adds a recurring schedule to a webhook
+         * @description Adds a recurring schedule to a webhook (starter tier and above).
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schedule of a webhook, with its next and last tick
+         * @description One schedule of a webhook, with its next and last tick.
+         */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a schedule; its planned tick is dropped
+         * @description Deletes a schedule; its planned tick is dropped.
+         */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes a schedule
+         * @description Changes a schedule; a new cron, timezone or enabled state re-plans the next tick at once.
+         */
+        patch: operations["updateSchedule"];
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/schedules/{scheduleId}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fires one tick now, through ingest (the planned ticks go on)
+         * @description Fires one tick now, through ingest (the planned ticks go on): answers ingest's answer.
+         */
+        post: operations["triggerSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -1268,6 +1340,12 @@ export interface components {
             data: components["schemas"]["Message"][];
             has_more: boolean;
         };
+        PageInfo: {
+            endCursor?: string | null;
+            hasNextPage: boolean;
+            hasPreviousPage: boolean;
+            startCursor?: string | null;
+        };
         Project: {
             /** Format: date-time */
             createdAt: string;
@@ -1458,6 +1536,63 @@ export interface components {
             /** Format: int32 */
             priority: number;
         };
+        /** @description A recurring schedule: each tick is an event of its webhook on channel `cron`. */
+        Schedule: {
+            contentType: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Five fields, or six with seconds first. */
+            cron: string;
+            enabled: boolean;
+            /** @description The event's request headers (with x-schedule-id), as routing sees them. */
+            headers: unknown;
+            id: string;
+            /** @description The event of the last tick that fired. */
+            lastEventId?: string | null;
+            /**
+             * Format: date-time
+             * @description When the last tick ran (fired, skipped or refused).
+             */
+            lastRunAt?: string | null;
+            /** @description fired, skipped (paused or archived webhook) or refused (a quota). */
+            lastStatus?: string | null;
+            name: string;
+            /**
+             * Format: date-time
+             * @description The tick planned next; null while disabled.
+             */
+            nextRunAt?: string | null;
+            /** @description The event body: a string is sent as is, anything else as JSON. */
+            payload: unknown;
+            /**
+             * Format: int32
+             * @description Ticks skipped because the webhook was paused or archived.
+             */
+            skippedCount: number;
+            /** @description IANA time zone the expression is read in. */
+            timezone: string;
+            /** Format: date-time */
+            updatedAt: string;
+            webhookId: string;
+        };
+        ScheduleDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        SchedulePage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["Schedule"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        /** @description The ingest answer for a tick fired now. */
+        ScheduleTickAccepted: {
+            deliveryId: string;
+            eventId: string;
+            /** @description queued, or scheduled (the webhook delays deliveries) */
+            status: string;
+        };
         SigningSecretRotation: {
             /** Format: date-time */
             createdAt: string;
@@ -1540,6 +1675,8 @@ export interface components {
             name: string;
             publicId: string;
             retryPolicy: components["schemas"]["RetryPolicy"];
+            /** @description The webhook's schedules, oldest first. */
+            schedulesConnection: components["schemas"]["WebhookSchedulesConnection"];
             /** @enum {string} */
             status: "active" | "archived" | "paused";
             /** Format: int32 */
@@ -1578,6 +1715,14 @@ export interface components {
         };
         WebhookRouting: {
             rules: components["schemas"]["RoutingRule"][];
+        };
+        WebhookSchedulesConnection: {
+            edges: components["schemas"]["WebhookSchedulesConnectionEdge"][];
+            pageInfo: components["schemas"]["PageInfo"];
+        };
+        WebhookSchedulesConnectionEdge: {
+            cursor: string;
+            node: components["schemas"]["Schedule"];
         };
         WebhookSecretVersion: {
             /** Format: date-time */
@@ -2138,6 +2283,10 @@ export interface operations {
                 /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
                 status?: components["schemas"]["WebhookStatus"];
+                webhooks_items_items_schedulesConnection_after?: string;
+                webhooks_items_items_schedulesConnection_before?: string;
+                webhooks_items_items_schedulesConnection_first?: number;
+                webhooks_items_items_schedulesConnection_last?: number;
             };
             header?: never;
             path?: never;
@@ -2247,7 +2396,12 @@ export interface operations {
     };
     getWebhook: {
         parameters: {
-            query?: never;
+            query?: {
+                webhook_schedulesConnection_after?: string;
+                webhook_schedulesConnection_before?: string;
+                webhook_schedulesConnection_first?: number;
+                webhook_schedulesConnection_last?: number;
+            };
             header?: never;
             path: {
                 /** @description Id of the webhook. */
@@ -2332,6 +2486,12 @@ export interface operations {
                     timeoutMs?: number | null;
                     /** @description The default destination: a webhook destination posting to this URL. */
                     url?: string | null;
+                    updateWebhook_schedulesConnection_after?: string;
+                    updateWebhook_schedulesConnection_before?: string;
+                    /** Format: int32 */
+                    updateWebhook_schedulesConnection_first?: number;
+                    /** Format: int32 */
+                    updateWebhook_schedulesConnection_last?: number;
                 };
             };
         };
@@ -2375,7 +2535,14 @@ export interface operations {
         /** @description Unknown fields are 400. */
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    pauseWebhook_schedulesConnection_after?: string;
+                    pauseWebhook_schedulesConnection_before?: string;
+                    /** Format: int32 */
+                    pauseWebhook_schedulesConnection_first?: number;
+                    /** Format: int32 */
+                    pauseWebhook_schedulesConnection_last?: number;
+                };
             };
         };
         responses: {
@@ -2426,7 +2593,14 @@ export interface operations {
         /** @description Unknown fields are 400. */
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    resumeWebhook_schedulesConnection_after?: string;
+                    resumeWebhook_schedulesConnection_before?: string;
+                    /** Format: int32 */
+                    resumeWebhook_schedulesConnection_first?: number;
+                    /** Format: int32 */
+                    resumeWebhook_schedulesConnection_last?: number;
+                };
             };
         };
         responses: {
@@ -2477,7 +2651,14 @@ export interface operations {
         /** @description Unknown fields are 400. */
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    archiveWebhook_schedulesConnection_after?: string;
+                    archiveWebhook_schedulesConnection_before?: string;
+                    /** Format: int32 */
+                    archiveWebhook_schedulesConnection_first?: number;
+                    /** Format: int32 */
+                    archiveWebhook_schedulesConnection_last?: number;
+                };
             };
         };
         responses: {
@@ -2528,7 +2709,14 @@ export interface operations {
         /** @description Unknown fields are 400. */
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    restoreWebhook_schedulesConnection_after?: string;
+                    restoreWebhook_schedulesConnection_before?: string;
+                    /** Format: int32 */
+                    restoreWebhook_schedulesConnection_first?: number;
+                    /** Format: int32 */
+                    restoreWebhook_schedulesConnection_last?: number;
+                };
             };
         };
         responses: {
@@ -3254,6 +3442,306 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchedulePage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Default application/json. */
+                    contentType?: string | null;
+                    /** @description Five fields, or six with seconds first (required on create). */
+                    cron?: string | null;
+                    /** @description Default true; false stops the ticks. */
+                    enabled?: boolean | null;
+                    /** @description Header names to values: the event's request headers. */
+                    headers?: unknown;
+                    name?: string | null;
+                    /** @description Any JSON (default {}); a string is sent as is. */
+                    payload?: unknown;
+                    /** @description IANA time zone (default UTC). */
+                    timezone?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+                /** @description Id of the record. */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+                /** @description Id of the record. */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+                /** @description Id of the record. */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Default application/json. */
+                    contentType?: string | null;
+                    /** @description Five fields, or six with seconds first (required on create). */
+                    cron?: string | null;
+                    /** @description Default true; false stops the ticks. */
+                    enabled?: boolean | null;
+                    /** @description Header names to values: the event's request headers. */
+                    headers?: unknown;
+                    name?: string | null;
+                    /** @description Any JSON (default {}); a string is sent as is. */
+                    payload?: unknown;
+                    /** @description IANA time zone (default UTC). */
+                    timezone?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    triggerSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+                /** @description Id of the record. */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleTickAccepted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            /** @description `webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `quota_exceeded`: the monthly deliveries are used up; Retry-After says when they free. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

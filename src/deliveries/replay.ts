@@ -30,7 +30,7 @@ export interface DlqFilters {
 async function replayInto(rt: Rt, client: pg.PoolClient, sourceId: string, replayJobId: string): Promise<string> {
   const { rows } = await client.query(
     `SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.destination_id, d.destination, d.dispatch_body, d.dispatch_content_type,
-            d.dispatch_headers, e.body IS NOT NULL AS has_event_body, e.content_type,
+            d.dispatch_headers, d.dispatch_purged_at IS NOT NULL AS dispatch_purged, e.body IS NOT NULL AS has_event_body, e.content_type,
             p.tier, p.custom_quotas, p.overage_enabled, w.quota_overrides
        FROM deliveries d JOIN events e ON e.id = d.event_id JOIN projects p ON p.id = d.project_id JOIN webhooks w ON w.id = d.webhook_id
       WHERE d.id = $1`,
@@ -38,7 +38,8 @@ async function replayInto(rt: Rt, client: pg.PoolClient, sourceId: string, repla
   );
   const s = rows[0];
   if (!s) throw new NotFound('delivery', sourceId);
-  if (!s.dispatch_body && !s.has_event_body) throw new PayloadGone();
+  // Payload retention removed the snapshot (and, as old, the event's body): nothing to re-send byte for byte.
+  if (s.dispatch_purged || (!s.dispatch_body && !s.has_event_body)) throw new PayloadGone();
   // Replay volume (24 h), monthly deliveries and backlog depth, counted in this transaction.
   await enforceReplayQuota(rt as Runtime, client, {
     project: { id: s.project_id, tier: s.tier, customQuotas: s.custom_quotas, overageEnabled: s.overage_enabled },

@@ -23,6 +23,10 @@ const AUDITED: Record<string, [action: string, targetType: string]> = {
   createDestination: ['destination.created', 'destination'],
   updateDestination: ['destination.updated', 'destination'],
   deleteDestination: ['destination.deleted', 'destination'],
+  createSchedule: ['schedule.created', 'schedule'],
+  updateSchedule: ['schedule.updated', 'schedule'],
+  deleteSchedule: ['schedule.deleted', 'schedule'],
+  triggerSchedule: ['schedule.triggered', 'schedule'],
   replayDelivery: ['delivery.replayed', 'delivery'],
   createReplayJob: ['replay_job.created', 'replay_job'],
   redriveDlqEntry: ['dlq_entry.redriven', 'dlq_entry'],
@@ -50,7 +54,7 @@ export function withAuditedMutations(schema: GraphQLSchema): GraphQLSchema {
     field.resolve = async (root, args, ctx: GraphQLContext, info) => {
       const result = await resolve(root, args, ctx, info);
       const r = result as { id?: string } | null;
-      const targetId = targetType === 'destination' ? (args.destinationId ?? r?.id) : targetType === 'delivery' || targetType === 'dlq_entry' ? args.id : (r?.id ?? args.id);
+      const targetId = targetType === 'destination' ? (args.destinationId ?? r?.id) : targetType === 'schedule' ? (args.scheduleId ?? r?.id) : targetType === 'delivery' || targetType === 'dlq_entry' ? args.id : (r?.id ?? args.id);
       try {
         await recordAudit(ctx.rt.db.pool, { projectId: ctx.auth.projectId, actor: ctx.auth.apiKeyId, action, targetType, targetId: targetId ?? null, data: { args: redact(args) as object } });
       } catch (err) {

@@ -6,6 +6,7 @@ import '../deliveries/graphql.ts';
 import '../conversations/graphql.ts';
 import '../destinations/graphql.ts';
 import '../routing/graphql.ts';
+import '../schedules/graphql.ts';
 import '../webhooks/graphql.ts';
 import '../providers/graphql.ts';
 

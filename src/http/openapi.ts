@@ -56,7 +56,7 @@ const errorContent = (examples: DomainError[]) => ({
   },
 });
 
-const replayQuota = (quota: 'replay_volume' | 'monthly_deliveries' | 'backlog_depth') =>
+const replayQuota = (quota: 'replay_volume' | 'monthly_deliveries' | 'backlog_depth' | 'stored_payload_bytes') =>
   new QuotaExceeded({ quota, scope: 'project', limit: 100, current: 100, delta: 1, ...(QUOTA_STATUS[quota] === 429 ? { retryAfterSec: 3600 } : {}) });
 
 /** As the gates raise it: `feature` is the feature's key. */
@@ -264,11 +264,22 @@ function conflict(route: RestRoute): Json | undefined {
     cases.push(replayQuota('backlog_depth'));
     said.push('`quota_exceeded` (`backlog_depth`): too many deliveries are pending');
   }
+  if (errors.includes('ingest')) {
+    cases.push(new WebhookPaused(), replayQuota('backlog_depth'), replayQuota('stored_payload_bytes'));
+    said.push('`webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit');
+  }
   if (cases.length === 0) return undefined;
   return { description: `${said.join('; ')}.`, content: errorContent(cases) };
 }
 
 function tooManyRequests(route: RestRoute): Json | undefined {
+  if (route.errors?.includes('ingest')) {
+    return {
+      description: '`quota_exceeded`: the monthly deliveries are used up; Retry-After says when they free.',
+      headers: { 'Retry-After': ref('headers', 'RetryAfter') },
+      content: errorContent([replayQuota('monthly_deliveries')]),
+    };
+  }
   if (!route.errors?.includes('replay_quotas')) return undefined;
   return {
     description: '`quota_exceeded`: the replay volume (24 hours) or the monthly deliveries are used up; Retry-After says when it frees, where known.',
@@ -574,6 +585,7 @@ const TAGS: Json[] = [
   { name: 'Destinations', description: "Where a webhook's deliveries go: the default destination and named ones for routing." },
   { name: 'Routing', description: 'Which destination an event goes to, and how its payload is transformed.' },
   { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
+  { name: 'Schedules', description: "Recurring schedules: the cron ingest channel, each tick an event of the schedule's webhook." },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },
   { name: 'Contacts', description: 'Contacts of the conversation part; each has one conversation.' },

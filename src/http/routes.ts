@@ -27,14 +27,16 @@ export interface RestRoute {
   form?: true;
 }
 
-export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
 
 /**
  * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
  * named in the body; `replay_quotas`: what creating a delivery by replay is checked against
- * (429 `replay_volume` and `monthly_deliveries`, 409 `backlog_depth`).
+ * (429 `replay_volume` and `monthly_deliveries`, 409 `backlog_depth`); `ingest`: what an ingest
+ * answers (409 `webhook_paused`, the ingest quotas but the rate: 429 `monthly_deliveries`, 409
+ * `backlog_depth` and `stored_payload_bytes`).
  */
-export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas';
+export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest';
 
 export const REST_ROUTES: RestRoute[] = [
   // projects
@@ -73,6 +75,14 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'PUT', path: '/webhooks/:id/provider', field: 'Mutation.setWebhookProvider', operationId: 'setWebhookProvider', tag: 'Providers', errors: ['tier_required'] },
   { method: 'GET', path: '/providers', field: 'Query.providers', operationId: 'listProviders', tag: 'Providers' },
   { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery', operationId: 'testDelivery', tag: 'Routing' },
+
+  // schedules (the cron channel)
+  { method: 'GET', path: '/webhooks/:id/schedules', field: 'Query.webhookSchedules', operationId: 'listSchedules', tag: 'Schedules', errors: ['tier_required'] },
+  { method: 'POST', path: '/webhooks/:id/schedules', field: 'Mutation.createSchedule', status: 201, operationId: 'createSchedule', tag: 'Schedules', errors: ['tier_required'] },
+  { method: 'GET', path: '/webhooks/:id/schedules/:scheduleId', field: 'Query.webhookSchedule', operationId: 'getSchedule', tag: 'Schedules', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/webhooks/:id/schedules/:scheduleId', field: 'Mutation.updateSchedule', operationId: 'updateSchedule', tag: 'Schedules', errors: ['tier_required'] },
+  { method: 'DELETE', path: '/webhooks/:id/schedules/:scheduleId', field: 'Mutation.deleteSchedule', operationId: 'deleteSchedule', tag: 'Schedules', errors: ['tier_required'] },
+  { method: 'POST', path: '/webhooks/:id/schedules/:scheduleId/trigger', field: 'Mutation.triggerSchedule', status: 202, operationId: 'triggerSchedule', tag: 'Schedules', errors: ['tier_required', 'ingest'] },
 
   // deliveries, replay, DLQ
   { method: 'GET', path: '/deliveries', field: 'Query.deliveries', operationId: 'listDeliveries', tag: 'Deliveries' },

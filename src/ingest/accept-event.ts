@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { InvalidState, NotFound } from '../errors.ts';
 import { sha256Hex } from '../encryption.ts';
 import { newId } from '../ids.ts';
@@ -77,26 +78,29 @@ export type Admission = (target: IngestTarget) => Date | null;
  * A kept lookup may be out of date: a request it refuses (or that the statement finds out of
  * date) is decided again on a fresh lookup, as is one whose webhook changed during the request.
  * A try that fails stores nothing.
+ *
+ * `client`: a connection in the caller's transaction (the cron channel fires a tick and plans
+ * the next in one transaction); the event then commits with it. Without, on the pool.
  */
-export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
+export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
-  let { target, kept } = await cache.get(rt, publicId);
+  let { target, kept } = await cache.get(rt, publicId, client);
   for (let tries = 1; ; tries++) {
     try {
-      return await acceptFor(rt, target, event, admit);
+      return await acceptFor(rt, target, event, admit, client);
     } catch (err) {
       // A fresh lookup goes out of date only when the webhook changes during the request.
       const stale = err instanceof StaleIngestTarget;
       if (!kept && !stale) throw err;
       if (tries >= 3) throw stale ? new InvalidState('the webhook kept changing during the request; send it again') : err;
-      target = await cache.fresh(rt, publicId);
+      target = await cache.fresh(rt, publicId, client);
       kept = false;
     }
   }
 }
 
-async function acceptFor(rt: Runtime, target: IngestTarget | null, event: InboundEvent, admit: Admission): Promise<AcceptedEvent> {
+async function acceptFor(rt: Runtime, target: IngestTarget | null, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const runAt = admit(target);
   const secretHeader = target.providerPack && providerSecretHeader(target.providerPack);
@@ -119,7 +123,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, event: Inboun
   try {
     duplicateOf = await storeEvent(
       rt,
-      rt.db.pool,
+      client ?? rt.db.pool,
       { ...event, id: eventId, projectId: target.projectId, webhookId: target.webhookId, payloadExpiresAt, configVersion: target.configVersion },
       { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides } },
       delivery,

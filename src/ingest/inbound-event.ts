@@ -1,13 +1,22 @@
 import type { EventContext } from '../routing/rules.ts';
 
 /**
- * What every ingest channel (HTTP, form, email, schedule) turns its input into before it calls
+ * What every ingest channel (HTTP, form, email, cron) turns its input into before it calls
  * acceptEvent, the one accept function: authentication, routing, quotas and the durable
  * statement are the same for all of them. Routing sees it as its EventContext, with the body
  * parsed.
  */
 export interface InboundEvent extends Omit<EventContext, 'channel' | 'body'> {
-  channel: 'http' | 'form' | 'email' | 'schedule';
+  channel: 'http' | 'form' | 'email' | 'cron';
   /** Credentials already removed from `headers`. The bytes as received. */
   body: Buffer;
+}
+
+/**
+ * Whether the channel's events count toward the ingest rate, a limit on outside producers. Cron
+ * ticks are the service's own producer (a schedule fires at most once a second): every other
+ * quota applies to them, the ingest rate does not.
+ */
+export function countsTowardIngestRate(channel: InboundEvent['channel']): boolean {
+  return channel !== 'cron';
 }

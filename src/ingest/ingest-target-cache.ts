@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Runtime } from '../runtime.ts';
 import { findIngestTarget, type IngestTarget } from './find-ingest-target.ts';
 
@@ -21,17 +22,21 @@ interface Entry {
 export class IngestTargetCache {
   private entries = new Map<string, Entry>();
 
-  /** The kept lookup if any (`kept`: then a refusal must be decided again on a fresh one), else a fresh one. */
-  async get(rt: Runtime, publicId: string): Promise<{ target: IngestTarget | null; kept: boolean }> {
+  /**
+   * The kept lookup if any (`kept`: then a refusal must be decided again on a fresh one), else a
+   * fresh one, read on `db` (default the pool; a caller holding a connection passes it, so it
+   * never waits for a second one while holding the first).
+   */
+  async get(rt: Runtime, publicId: string, db?: pg.Pool | pg.PoolClient): Promise<{ target: IngestTarget | null; kept: boolean }> {
     const entry = this.entries.get(publicId);
     if (entry && Date.now() < entry.until) return { target: entry.target, kept: true };
-    return { target: await this.fresh(rt, publicId), kept: false };
+    return { target: await this.fresh(rt, publicId, db), kept: false };
   }
 
-  /** Reads the webhook now and keeps what was read. */
-  async fresh(rt: Runtime, publicId: string): Promise<IngestTarget | null> {
+  /** Reads the webhook now (on `db`, default the pool) and keeps what was read. */
+  async fresh(rt: Runtime, publicId: string, db: pg.Pool | pg.PoolClient = rt.db.pool): Promise<IngestTarget | null> {
     this.entries.delete(publicId);
-    const target = await findIngestTarget(rt.db.pool, publicId);
+    const target = await findIngestTarget(db, publicId);
     if (!target) return null;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     const until = Math.min(Date.now() + MAX_AGE_MS, target.secretsExpireAt?.getTime() ?? Infinity);

@@ -4,7 +4,7 @@ import { NamedParams } from '../db/named-params.ts';
 import { ingestQuotaCheck, ingestQuotaCte, ingestRateHitCte, type IngestQuotaRow } from '../projects/quotas/ingest-check.ts';
 import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
-import type { InboundEvent } from './inbound-event.ts';
+import { countsTowardIngestRate, type InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
 import { ATTEMPT_TASK, insertAttemptJobRows } from '../deliveries/job.ts';
 
@@ -187,7 +187,7 @@ export async function storeEvent(
   delivery?: IngestDelivery,
   dedupe?: IngestDedupe,
 ): Promise<DuplicateOf | null> {
-  const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length });
+  const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length, ingestRate: countsTowardIngestRate(event.channel) });
   const dedupeValues = dedupe && delivery ? { dedupe_key: dedupe.key, dedupe_delivery_id: delivery.id, dedupe_window_seconds: dedupe.windowSeconds } : null;
   const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues };
   const chosen = dedupeValues

@@ -18,7 +18,7 @@ export interface ProbeInput {
 }
 
 const probeSchema = z.object({
-  channel: z.enum(['http', 'form', 'email', 'schedule']).nullish(),
+  channel: z.enum(['http', 'form', 'email', 'cron']).nullish(),
   method: z.string().max(16).nullish(),
   path: z.string().max(2048).nullish(),
   query: z.record(z.unknown()).nullish(),

@@ -117,6 +117,8 @@ export interface IngestQuotaInput {
   webhook: WebhookQuotaSource;
   /** Size of the payload that would be retained. */
   bodyBytes: number;
+  /** false: the request is neither checked against nor counted in the ingest rate (cron ticks); default true. */
+  ingestRate?: boolean;
 }
 
 /** The ingest checks of one request, prepared for the statement that embeds ingestQuotaCte. */
@@ -193,16 +195,18 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   const scope = exactScope(project, webhook, pq, wq);
   const bytes = Math.max(0, Math.floor(input.bodyBytes));
   // In INGEST_CHECKS order. Webhook-scope usage is checked (and read) only where the webhook overrides that quota.
+  const rated = input.ingestRate !== false;
   const limits = [
-    pq.ingest_rate,
-    overrides.ingest_rate !== undefined ? wq.ingest_rate : null,
+    rated ? pq.ingest_rate : null,
+    rated && overrides.ingest_rate !== undefined ? wq.ingest_rate : null,
     overageActive(project) ? null : pq.monthly_deliveries,
     pq.backlog_depth,
     overrides.backlog_depth !== undefined ? wq.backlog_depth : null,
     pq.stored_payload_bytes,
     overrides.stored_payload_bytes !== undefined ? wq.stored_payload_bytes : null,
   ];
-  const rateKeys = overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
+  // No keys: nothing is counted in the rate windows (and their reads sum nothing).
+  const rateKeys = !rated ? [] : overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
   const readsWebhookUsage = overrides.backlog_depth !== undefined || overrides.stored_payload_bytes !== undefined;
   const readingKey = `${project.id} ${readsWebhookUsage ? webhook.id : ''}`;
   const readCounters = scope !== null || counterReadNeeded(counterReadings.get(readingKey), limits, bytes);
