@@ -117,6 +117,19 @@ describe('retention', () => {
     expect(await q(`SELECT 1 FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id WHERE t.identifier = 'retention_test_failed'`)).toHaveLength(0);
   });
 
+  it('removes inbound dedupe keys whose window has passed, and keeps the others', async () => {
+    const { apiKey } = await app.project('starter');
+    const wh = await createWebhook(app, apiKey);
+    await q(
+      `INSERT INTO inbound_dedupe (webhook_id, key, event_id, delivery_id, expires_at)
+       VALUES ($1, 'old', 'evt_old', 'del_old', now() - interval '1 minute'), ($1, 'live', 'evt_live', 'del_live', now() + interval '1 hour')`,
+      [wh.id],
+    );
+    const r = await runRetention(app.rt);
+    expect(r.dedupeKeysDeleted).toBeGreaterThanOrEqual(1);
+    expect((await q(`SELECT key FROM inbound_dedupe WHERE webhook_id = $1`, [wh.id])).map((k) => k.key)).toEqual(['live']);
+  });
+
   it('runs one pass at a time', async () => {
     const [a, b] = await Promise.all([runRetention(app.rt), runRetention(app.rt)]);
     expect([a.ran, b.ran].filter(Boolean).length).toBeGreaterThanOrEqual(1);

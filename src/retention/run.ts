@@ -58,6 +58,7 @@ export interface RetentionReport {
   auditLogsDeleted: number;
   dlqEntriesDeleted: number;
   rateWindowsDeleted: number;
+  dedupeKeysDeleted: number;
   counterRowsFolded: number;
   complete: boolean;
 }
@@ -79,6 +80,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'>, opts
     auditLogsDeleted: 0,
     dlqEntriesDeleted: 0,
     rateWindowsDeleted: 0,
+    dedupeKeysDeleted: 0,
     counterRowsFolded: 0,
     complete: true,
   };
@@ -292,6 +294,16 @@ async function housekeeping(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: Ret
     `WITH gone AS (DELETE FROM rate_limit_windows WHERE ctid IN (SELECT ctid FROM rate_limit_windows WHERE window_start < $1 LIMIT $2) RETURNING 1)
      SELECT count(*) AS n FROM gone`,
     [Math.floor(s.now / 1000) - 3600],
+  );
+  // Inbound dedupe keys (provider packs) past their window: an expired key is only reused when the
+  // same delivery id comes back, so keys that never do would pile up. By the expires_at index.
+  report.dedupeKeysDeleted += await drain(
+    db,
+    s,
+    report,
+    `WITH gone AS (DELETE FROM inbound_dedupe WHERE ctid IN (SELECT ctid FROM inbound_dedupe WHERE expires_at < $1 LIMIT $2) RETURNING 1)
+     SELECT count(*) AS n FROM gone`,
+    [new Date(s.now)],
   );
   // Counters of closed months (periods 'YYYY-MM', 'YYYY-MM-DD', … before this month) no longer
   // take writes: their shard rows are folded into shard 0, at most once an hour.
