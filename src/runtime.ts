@@ -17,8 +17,4 @@ export interface Runtime {
 /** Wakes job runners (deliveries/enqueue.ts implements it with one coalesced NOTIFY per process). */
 export interface RunnerWakeUp {
   nudge(count?: number): void;
-  /** After a commit that queued a delivery of `webhookId`: a drain of it in this process takes it, else the runners are woken. */
-  deliveryQueued(webhookId: string): void;
-  /** Set by a job runner in this process: hands a webhook's new delivery to its running drain; whether it took it. */
-  localDrain: ((webhookId: string) => boolean) | null;
 }

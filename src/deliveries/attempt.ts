@@ -30,16 +30,7 @@ export interface DeliveryEngine {
 
 export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
-  const engine: DeliveryEngine = { rt, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
-  // Ingest in this process hands new deliveries to a running drain of their webhook.
-  if (rt.runners) {
-    rt.runners.localDrain = (webhookId) => {
-      const drain = engine.drains.get(webhookId);
-      drain?.poke();
-      return drain !== undefined;
-    };
-  }
-  return engine;
+  return { rt, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
@@ -49,21 +40,6 @@ const DRAIN_BUDGET_MS = 5_000;
 const JOIN_WAIT_MS = 50;
 
 /**
- * How long a drain with nothing in flight stays for new deliveries of its webhook (ingest on this
- * process hands them over: JobRunnerNudge.deliveryQueued) before its job finishes. A steady
- * stream then costs one claim per batch, not a NOTIFY, a job fetch, a job run and a completion
- * per event.
- */
-const DRAIN_LINGER_MS = 100;
-
-/**
- * Least time between two claims that only take up deliveries handed over by ingest: at a steady
- * few hundred events/s each claim then takes a few, rather than one statement (and one
- * notification statement) per event, for at most this much more latency.
- */
-const HANDED_OVER_CLAIM_GAP_MS = 4;
-
-/**
  * A job draining one parallel webhook on this runner; the webhook's other jobs name their
  * delivery to it. They wait (briefly) until a claim took their delivery up: while they hold
  * the runner's job slots, graphile-worker does not run through the queue ahead of the drain,
@@ -71,16 +47,13 @@ const HANDED_OVER_CLAIM_GAP_MS = 4;
  */
 class Drain {
   private waiting = new Map<string, () => void>();
-  /** Deliveries were queued (ingest on this process) since the last claim began: claim again. */
-  poked = false;
-  private wakeUp: (() => void) | null = null;
 
   get size() {
     return this.waiting.size;
   }
 
   join(deliveryId: string): Promise<void> {
-    const joined = new Promise<void>((resolve) => {
+    return new Promise((resolve) => {
       const timer = setTimeout(resolve, JOIN_WAIT_MS);
       const before = this.waiting.get(deliveryId);
       this.waiting.set(deliveryId, () => {
@@ -89,31 +62,6 @@ class Drain {
         resolve();
       });
     });
-    this.wake();
-    return joined;
-  }
-
-  /** A delivery of the webhook was queued and committed: the next claim finds it. */
-  poke(): void {
-    this.poked = true;
-    this.wake();
-  }
-
-  /** Resolves at the next join or poke, or after `ms` (never, without). */
-  woken(ms?: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(() => done(), ms);
-      const done = () => {
-        clearTimeout(timer);
-        if (this.wakeUp === done) this.wakeUp = null;
-        resolve();
-      };
-      this.wakeUp = done;
-    });
-  }
-
-  private wake() {
-    this.wakeUp?.();
   }
 
   /** The named deliveries, and the release of their jobs once a claim took them up. */
@@ -161,28 +109,15 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   }
   const stopDraining = () => {
     if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
-    // Deliveries handed over since the last claim began were not claimed: wake the runners for them.
-    if (drain?.poked) {
-      drain.poked = false;
-      engine.rt.runners.nudge();
-    }
   };
   let handOff = false;
   let single = false;
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
-  let lastClaimAt = 0;
   try {
     for (let round = 0; ; round++) {
       const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
-      if (room > 0 && (round === 0 || !exhausted || drain?.size || drain?.poked)) {
-        if (round > 0 && exhausted && !drain?.size && inFlight.size > 0) {
-          // Only handed-over deliveries to take up: gather a few more first.
-          const wait = lastClaimAt + HANDED_OVER_CLAIM_GAP_MS - Date.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        }
-        if (drain) drain.poked = false;
-        lastClaimAt = Date.now();
+      if (room > 0 && (round === 0 || !exhausted || drain?.size)) {
         const named = drain?.take() ?? { ids: [], release() {} };
         const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
@@ -215,16 +150,12 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
       }
       if (inFlight.size === 0) {
         // Nothing was claimed: nothing is due, or other runners' drains hold every slot (they go on).
-        if (drain?.size || drain?.poked) continue;
-        if (!drain) break;
-        // Stay a moment for deliveries ingest on this process hands over (or jobs that join).
-        await drain.woken(Math.max(0, Math.min(DRAIN_LINGER_MS, deadline - Date.now())));
-        if (!drain.size && !drain.poked) break;
+        if (!drain?.size) break;
         continue;
       }
-      // Claim again once some attempts finished, or new deliveries were handed over: at once
-      // when many slots are free, else after a moment, so that each claim takes a batch.
-      await (drain ? Promise.race([...inFlight, drain.woken()]) : Promise.race(inFlight));
+      // Claim again once some attempts finished: at once when many slots are free, else
+      // after a moment, so that each claim takes a batch.
+      await Promise.race(inFlight);
       if (inFlight.size > room / 2) await new Promise((r) => setTimeout(r, 2));
     }
   } finally {

@@ -74,23 +74,8 @@ export async function insertDelivery(client: pg.PoolClient | pg.Client, d: NewDe
 export class JobRunnerNudge {
   private pending = 0;
   private sending = false;
-  /**
-   * Set by a job runner in this process (createDeliveryEngine): hands a webhook's new delivery
-   * to the drain this runner has running for that webhook, if any, and says whether it took it.
-   */
-  localDrain: ((webhookId: string) => boolean) | null = null;
 
   constructor(private readonly pool: pg.Pool) {}
-
-  /**
-   * After a commit that queued a delivery of `webhookId`: a drain of that webhook running in this
-   * process claims it at once (and deletes its job before any runner fetches it), with no NOTIFY,
-   * no job fetch and no job run; otherwise the runners are woken.
-   */
-  deliveryQueued(webhookId: string) {
-    if (this.localDrain?.(webhookId)) return;
-    this.nudge();
-  }
 
   nudge(count = 1) {
     this.pending += count;

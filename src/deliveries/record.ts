@@ -62,11 +62,6 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
       ),
     };
   });
-  // A batch of one webhook (the usual case: one drain's results) gives its in-flight slots back in
-  // the same statement; see below for batches of several.
-  const webhookIds = new Set(results.map((r) => r.delivery.webhook_id));
-  const first = webhookIds.values().next().value;
-  const onlyWebhook = webhookIds.size === 1 && typeof first === 'string' ? first : null;
   const { rows } = await db.query({
     name: 'record_attempts',
     text: `WITH r AS (
@@ -107,9 +102,6 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
         WHERE upd.status <> 'retrying'
      ), notified AS (
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
-     ), released AS (
-       UPDATE webhooks SET in_flight = GREATEST(in_flight - (SELECT count(*) FROM upd), 0)
-        WHERE id = $5::text AND EXISTS (SELECT 1 FROM upd)
      )
      SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified
@@ -117,7 +109,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index
     // (which statistics taken while nothing was in flight make look cheap).
-    values: [JSON.stringify(batch), ATTEMPT_TASK, NOTIFY_CHANNEL, results.map((r) => r.deliveryId), onlyWebhook],
+    values: [JSON.stringify(batch), ATTEMPT_TASK, NOTIFY_CHANNEL, results.map((r) => r.deliveryId)],
   });
   const recorded = new Set<string>();
   const released = new Map<string, number>();
@@ -125,12 +117,10 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
     recorded.add(row.id);
     released.set(row.webhook_id, (released.get(row.webhook_id) ?? 0) + 1);
   }
-  // Batches of several webhooks release their in-flight slots in statements of their own, one
-  // webhook each: inside the one above, two batches taking two webhooks' locks in opposite orders
-  // could deadlock. (One webhook's lock, taken last, cannot: a claim holding it only updates
-  // deliveries that are not in flight.) A crash in between leaks the slots until the sweeper
-  // reconciles them.
-  if (onlyWebhook !== null) return results.map((r) => recorded.has(r.deliveryId));
+  // Release the webhooks' in-flight slots in statements of their own, one webhook each: inside
+  // the one above they would keep each webhook's row locked for that whole statement, and two
+  // batches taking two webhooks' locks in opposite orders could deadlock. A crash in between
+  // leaks the slots until the sweeper reconciles them.
   for (const [webhookId, n] of [...released].sort(([a], [b]) => (a < b ? -1 : 1))) {
     await db.query({ name: 'release_in_flight', text: 'UPDATE webhooks SET in_flight = GREATEST(in_flight - $2, 0) WHERE id = $1', values: [webhookId, n] });
   }

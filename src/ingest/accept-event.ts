@@ -134,7 +134,6 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, event: Inboun
     throw (e as { code?: unknown } | null)?.code === '23503' ? new NotFound('webhook') : e;
   }
   if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
-  if (status === 'queued') rt.runners.deliveryQueued(target.webhookId);
-  else rt.runners.nudge();
+  rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }
