@@ -3,46 +3,17 @@
 // request's Stripe-Signature verified over the raw body), loaded in turn in the same run.
 import Stripe from 'stripe';
 import { KILOBYTE_EVENT } from '../baselines/index.ts';
-import type { LoadFigures, LoadSettings, Result, Scenario, ScenarioContext } from '../scenario.ts';
+import type { LoadFigures, Scenario } from '../scenario.ts';
+import { managementCall, median, percent, runSettings, summary } from '../alternated-rounds.ts';
 
 /** Rounds of one run per webhook, alternated (plain/stripe, stripe/plain, …) so the shared machine's drift cancels out. */
 const ROUNDS = 6;
-function runSettings(s: LoadSettings): Pick<LoadSettings, 'duration' | 'warmup'> {
-  return { duration: Math.max(2, Math.round(s.duration * 0.4)), warmup: Math.min(s.warmup, 1) };
-}
 const PLAIN = 'ingest-provider-cost: ingest secret';
 const STRIPE = 'ingest-provider-cost: stripe pack';
 type Side = 'plain' | 'stripe';
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
-const percent = (n: number) => `${(n * 100).toFixed(1)} %`;
 
-async function api(ctx: ScenarioContext, method: string, path: string, body?: unknown, timeoutMs = 10_000) {
-  const res = await fetch(`${ctx.serviceUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ctx.apiKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
-function summary(name: string, runs: LoadFigures[]): Result {
-  return {
-    name,
-    throughput: median(runs.map((r) => r.throughput)),
-    p50Ms: median(runs.map((r) => r.p50Ms)),
-    p99Ms: median(runs.map((r) => r.p99Ms)),
-    connections: runs[0].connections,
-    duration: runs[0].duration,
-    requests: runs.reduce((n, r) => n + r.requests, 0),
-    failures: runs.reduce((n, r) => n + r.failures, 0),
-  };
-}
 
 const ingestProviderCost: Scenario = {
   name: 'ingest-provider-cost',
@@ -57,7 +28,7 @@ const ingestProviderCost: Scenario = {
     try {
       // Deliveries a day ahead: the job runner stays idle while ingest is measured.
       const make = async (name: string) => {
-        const created = await api(ctx, 'POST', '/v1/webhooks', { name, url: 'http://127.0.0.1:9/hook', defaultDelaySeconds: 86_400 });
+        const created = await managementCall(ctx.serviceUrl, ctx.apiKey, 'POST', '/v1/webhooks', { name, url: 'http://127.0.0.1:9/hook', defaultDelaySeconds: 86_400 });
         if (created.status !== 201) throw new Error(`POST /v1/webhooks answered ${created.status} ${JSON.stringify(created.body)}`);
         ids.push(created.body.id);
         return created.body as { id: string; publicId: string; ingestSecret: string };
@@ -66,7 +37,7 @@ const ingestProviderCost: Scenario = {
       const packed = await make('bench provider cost: stripe');
       const secret = 'whsec_bench_stripe_secret';
       // The load repeats one signed request: a day's tolerance keeps its timestamp fresh for the whole run.
-      const set = await api(ctx, 'PUT', `/v1/webhooks/${packed.id}/provider`, { provider: 'stripe', secret, toleranceSeconds: 86_400 });
+      const set = await managementCall(ctx.serviceUrl, ctx.apiKey, 'PUT', `/v1/webhooks/${packed.id}/provider`, { provider: 'stripe', secret, toleranceSeconds: 86_400 });
       if (set.status !== 200) throw new Error(`PUT provider answered ${set.status} ${JSON.stringify(set.body)}`);
       const signature = new Stripe('sk_test_unused').webhooks.generateTestHeaderString({ payload: KILOBYTE_EVENT, secret });
       const requests: Record<Side, { method: 'POST'; path: string; headers: Record<string, string>; body: string }> = {
@@ -103,8 +74,8 @@ const ingestProviderCost: Scenario = {
       return [base, stripe];
     } finally {
       for (const id of ids) {
-        await api(ctx, 'POST', `/v1/webhooks/${id}/archive`).catch((e) => ctx.log(`archive: ${e.message}`));
-        await api(ctx, 'POST', `/v1/webhooks/${id}/destroy`, undefined, 60_000).catch((e) => ctx.log(`destroy: ${e.message}`));
+        await managementCall(ctx.serviceUrl, ctx.apiKey, 'POST', `/v1/webhooks/${id}/archive`).catch((e) => ctx.log(`archive: ${e.message}`));
+        await managementCall(ctx.serviceUrl, ctx.apiKey, 'POST', `/v1/webhooks/${id}/destroy`, undefined, 60_000).catch((e) => ctx.log(`destroy: ${e.message}`));
       }
     }
   },

@@ -5,7 +5,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { KILOBYTE_EVENT } from '../baselines/index.ts';
-import type { LoadFigures, LoadSettings, Result, Scenario, ScenarioContext } from '../scenario.ts';
+import type { LoadFigures, Scenario, ScenarioContext } from '../scenario.ts';
+import { managementCall, median, percent, runSettings, summary } from '../alternated-rounds.ts';
 import { startService, type RunningService } from '../service.ts';
 
 /**
@@ -15,46 +16,14 @@ import { startService, type RunningService } from '../service.ts';
  */
 const ROUNDS = 8;
 
-/** Each run: 40 % of the run's measured seconds (at least 2) after at most 1 s of warm-up, so the scenario stays under two minutes. */
-function runSettings(s: LoadSettings): Pick<LoadSettings, 'duration' | 'warmup'> {
-  return { duration: Math.max(2, Math.round(s.duration * 0.4)), warmup: Math.min(s.warmup, 1) };
-}
 const ON = 'ingest-quota-cost: quotas on';
 const OFF = 'ingest-quota-cost: quotas off';
 
 type Side = 'on' | 'off';
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
-const percent = (n: number) => `${(n * 100).toFixed(1)} %`;
 
-async function api(serviceUrl: string, apiKey: string, method: string, path: string, body?: unknown, timeoutMs = 10_000) {
-  const res = await fetch(`${serviceUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
-/** Median throughput, p50 and p99 of one side's runs, with every run's throughput in the notes. */
-function summary(name: string, runs: LoadFigures[]): Result {
-  return {
-    name,
-    throughput: median(runs.map((r) => r.throughput)),
-    p50Ms: median(runs.map((r) => r.p50Ms)),
-    p99Ms: median(runs.map((r) => r.p99Ms)),
-    connections: runs[0].connections,
-    duration: runs[0].duration,
-    requests: runs.reduce((n, r) => n + r.requests, 0),
-    failures: runs.reduce((n, r) => n + r.failures, 0),
-  };
-}
 
 const ingestQuotaCost: Scenario = {
   name: 'ingest-quota-cost',
@@ -81,7 +50,7 @@ const ingestQuotaCost: Scenario = {
       }
       const on = services.on!;
       // Deliveries a day ahead: the job runners stay idle while ingest is measured.
-      const created = await api(on.url, ctx.apiKey, 'POST', '/v1/webhooks', { name: 'bench quota cost', url: 'http://127.0.0.1:9/hook', defaultDelaySeconds: 86_400 });
+      const created = await managementCall(on.url, ctx.apiKey, 'POST', '/v1/webhooks', { name: 'bench quota cost', url: 'http://127.0.0.1:9/hook', defaultDelaySeconds: 86_400 });
       if (created.status !== 201) throw new Error(`POST /v1/webhooks answered ${created.status} ${JSON.stringify(created.body)}`);
       webhookId = created.body.id;
       const { publicId, ingestSecret } = created.body;
@@ -120,8 +89,8 @@ const ingestQuotaCost: Scenario = {
     } finally {
       // Leaves the service idle: destroy removes the events, deliveries and queued jobs.
       if (webhookId && services.on) {
-        await api(services.on.url, ctx.apiKey, 'POST', `/v1/webhooks/${webhookId}/archive`).catch((e) => ctx.log(`archive: ${e.message}`));
-        await api(services.on.url, ctx.apiKey, 'POST', `/v1/webhooks/${webhookId}/destroy`, undefined, 60_000).catch((e) => ctx.log(`destroy: ${e.message}`));
+        await managementCall(services.on.url, ctx.apiKey, 'POST', `/v1/webhooks/${webhookId}/archive`).catch((e) => ctx.log(`archive: ${e.message}`));
+        await managementCall(services.on.url, ctx.apiKey, 'POST', `/v1/webhooks/${webhookId}/destroy`, undefined, 60_000).catch((e) => ctx.log(`destroy: ${e.message}`));
       }
       await Promise.allSettled(Object.values(services).map((s) => s.stop()));
       await rm(dataDir, { recursive: true, force: true });

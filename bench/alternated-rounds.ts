@@ -1,0 +1,42 @@
+// What the scenarios that compare two sides in alternated rounds (ingest-quota-cost,
+// ingest-provider-cost) share: the rounds' length, their summary, and management calls.
+import type { LoadFigures, LoadSettings, Result } from './scenario.ts';
+
+/** Each run: 40 % of the run's measured seconds (at least 2) after at most 1 s of warm-up, so a scenario stays under two minutes. */
+export function runSettings(s: LoadSettings): Pick<LoadSettings, 'duration' | 'warmup'> {
+  return { duration: Math.max(2, Math.round(s.duration * 0.4)), warmup: Math.min(s.warmup, 1) };
+}
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+export const percent = (n: number) => `${(n * 100).toFixed(1)} %`;
+
+/** Median throughput, p50 and p99 of one side's runs. */
+export function summary(name: string, runs: LoadFigures[]): Result {
+  return {
+    name,
+    throughput: median(runs.map((r) => r.throughput)),
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    connections: runs[0].connections,
+    duration: runs[0].duration,
+    requests: runs.reduce((n, r) => n + r.requests, 0),
+    failures: runs.reduce((n, r) => n + r.failures, 0),
+  };
+}
+
+/** One management call with the project's key (JSON in and out). */
+export async function managementCall(serviceUrl: string, apiKey: string, method: string, path: string, body?: unknown, timeoutMs = 10_000) {
+  const res = await fetch(`${serviceUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the bench reads a few fields of answers it created
+  return { status: res.status, body: (await res.json()) as any };
+}
