@@ -133,7 +133,9 @@ describe('DLQ', () => {
     for (const id of ids) await settled(apiKey, id);
     const job = await app.api(apiKey, 'POST', '/v1/replay-jobs', { webhookId: wh.id, status: 'succeeded' });
     expect(job.status).toBe(202);
-    expect(job.body).toMatchObject({ kind: 'bulk', total: 3, status: 'queued' });
+    expect(job.body).toMatchObject({ kind: 'bulk', total: 3 });
+    // The answer shows the job as it is when read after its commit: a runner may have taken it up already.
+    expect(['queued', 'running', 'completed']).toContain(job.body.status);
     await waitFor(() => receiver.received.length === 6, 15_000);
     const list = await app.api(apiKey, 'GET', `/v1/webhooks/${wh.id}/deliveries?limit=100`);
     expect(list.body.items.filter((d: any) => d.replayOf).length).toBe(3);
