@@ -1027,7 +1027,7 @@ export interface webhooks {
          *
          *     ```js
          *     import { Webhook } from 'standardwebhooks';
-         *     const wh = new Webhook(process.env.SIGNING_SECRET); // whsec_…
+         *     const wh = new Webhook(signingSecret); // the webhook's signingSecret (whsec_…), from your configuration
          *     // rawBody: the bytes as received; throws when the signature or timestamp is wrong
          *     const payload = wh.verify(rawBody, { 'webhook-id': req.headers['webhook-id'], 'webhook-timestamp': req.headers['webhook-timestamp'], 'webhook-signature': req.headers['webhook-signature'] });
          *     ```

@@ -254,22 +254,18 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: RetentionRe
          SELECT count(*) AS n FROM gone`,
         [p.id, idBefore('rpl', history)],
       );
-      report.auditLogsDeleted += await drain(
-        db,
-        s,
-        report,
-        `WITH gone AS (DELETE FROM audit_logs WHERE id IN (SELECT id FROM audit_logs WHERE project_id = $1 AND id < $2 ORDER BY id LIMIT $3) RETURNING 1)
-         SELECT count(*) AS n FROM gone`,
-        [p.id, idBefore('aud', history)],
-      );
-      report.dlqEntriesDeleted += await drain(
-        db,
-        s,
-        report,
-        `WITH gone AS (DELETE FROM dlq_entries WHERE id IN (SELECT id FROM dlq_entries WHERE project_id = $1 AND id < $2 ORDER BY id LIMIT $3) RETURNING 1)
-         SELECT count(*) AS n FROM gone`,
-        [p.id, idBefore('dlq', history)],
-      );
+      // The project's rows that only history keeps, oldest first by id (ids are ULIDs: older than = below).
+      const olderRows = (table: 'audit_logs' | 'dlq_entries', prefix: string) =>
+        drain(
+          db,
+          s,
+          report,
+          `WITH gone AS (DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE project_id = $1 AND id < $2 ORDER BY id LIMIT $3) RETURNING 1)
+           SELECT count(*) AS n FROM gone`,
+          [p.id, idBefore(prefix, history)],
+        );
+      report.auditLogsDeleted += await olderRows('audit_logs', 'aud');
+      report.dlqEntriesDeleted += await olderRows('dlq_entries', 'dlq');
       if (Date.now() > s.deadline) {
         report.complete = false;
         return;
