@@ -73,6 +73,10 @@ describe('npm start beside other processes on one data directory', () => {
     const port = await freePort();
     const server = main({ DATA_DIR: dataDir, PORT: String(port) });
     await waitStatus(port, '/readyz', 200, 60_000, server);
+    // Killed once the whole service is up (HTTP answers before the job runner has started; a
+    // cluster lost during start-up is a failed start-up: one line and exit 1).
+    for (const deadline = Date.now() + 30_000; !server.output().includes('job runner started') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+    expect(server.output()).toContain('job runner started');
     const pgDir = path.join(dataDir, 'pg');
     const before = postmasterPid(pgDir);
     process.kill(before, 'SIGKILL');
