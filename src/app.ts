@@ -6,7 +6,10 @@ import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger, workerLogger } from './db/migrate.ts';
 import { createHttpIngestHandler } from './ingest/http-ingest.ts';
+import { createFormIngestHandler } from './ingest/form-ingest.ts';
+import { createSignedFileHandler } from './http/files.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
+import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
 import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
@@ -54,7 +57,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
-    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt) };
+    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/f': createFormIngestHandler(rt), '/files': createSignedFileHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
   }
@@ -135,6 +138,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         sweeper?.stop();
         await runner?.stop();
         await engine?.senders.close();
+        closeFileStore(config);
         await pubsub.close();
         await workerUtils.release();
         await db.close();

@@ -8,7 +8,7 @@ import YAML from 'yaml';
 import { NotFound } from '../src/errors.ts';
 import { schema } from '../src/graphql/schema.ts';
 import { unmappedScalars } from '../src/http/openapi.ts';
-import { REST_ROUTES } from '../src/http/routes.ts';
+import { BYTES_ROUTES, REST_ROUTES } from '../src/http/routes.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
@@ -90,7 +90,7 @@ describe('the OpenAPI document', () => {
       .filter(({ path: p }) => p.startsWith('/v1/') && !REFERENCE_PATHS.has(p))
       .map(({ path: p, method }) => `${method.toUpperCase()} ${p}`)
       .sort();
-    const served = REST_ROUTES.map((r) => `${r.method} ${v1Path(r)}`).sort();
+    const served = [...REST_ROUTES, ...BYTES_ROUTES].map((r) => `${r.method} ${v1Path(r)}`).sort();
     expect(documented).toEqual(served);
   });
 
