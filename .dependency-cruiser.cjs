@@ -6,7 +6,7 @@ const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliverie
 // types other domains' fields are built from. Everything else in a domain is its own.
 const PUBLIC = [
   '^src/projects/(service|gates|tiers|audit)\\.ts$',
-  '^src/projects/quotas/(limits|ingest-check|replay|file-storage)\\.ts$',
+  '^src/projects/quotas/(limits|ingest-check|ingest-hint|replay|file-storage)\\.ts$',
   '^src/webhook-config/',
   '^src/webhooks/(get-webhook|secrets)\\.ts$',
   '^src/routing/(rules|service|graphql)\\.ts$',

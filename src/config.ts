@@ -19,6 +19,8 @@ const schema = z.object({
   /** STARTTLS on the SMTP server: PEM files of the certificate (chain) and its key; both or neither. */
   SMTP_TLS_CERT: z.string().optional(),
   SMTP_TLS_KEY: z.string().optional(),
+  /** An SMTP client idle this long (a stalled DATA included) is disconnected; nothing of its message is kept. */
+  SMTP_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
   /** File content (form and email files) goes to this S3 bucket when set, else to DATA_DIR/files. */
   FILES_S3_BUCKET: z.string().min(3).optional(),
   /** An S3-compatible endpoint (MinIO, R2, …); unset: AWS itself. */

@@ -83,7 +83,7 @@ describe('form ingest', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     expect(res.body).toEqual({ eventId: expect.stringMatching(/^evt_/), deliveryId: expect.stringMatching(/^del_/), status: 'queued' });
 
-    const got = await waitFor(() => receiver.received.find((r) => r.headers['webhook-id'] === res.body.eventId), 15_000);
+    const got = (await waitFor(() => receiver.received.find((r) => r.headers['webhook-id'] === res.body.eventId), 15_000))!;
     expect(got.headers['content-type']).toMatch(/^application\/json/);
     const envelope = new Webhook(wh.signingSecret).verify(got.body.toString(), got.headers as Record<string, string>) as any;
     expect(envelope).toMatchObject({ type: 'form.submitted', webhookId: wh.id, fields: { name: 'Ana', tags: ['a', 'b'] } });

@@ -44,7 +44,7 @@ function resolve(node: any): any {
   return resolve(node.$ref.slice(2).split('/').reduce((o: any, k: string) => o[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc));
 }
 
-const v1Path = (route: (typeof REST_ROUTES)[number]) => `/v1${route.path}`.replace(/:([a-zA-Z_]+)/g, '{$1}');
+const v1Path = (route: { path: string }) => `/v1${route.path}`.replace(/:([a-zA-Z_]+)/g, '{$1}');
 
 describe('the OpenAPI document', () => {
   it('is one valid OpenAPI 3.1 document (swagger-parser)', async () => {

@@ -48,3 +48,24 @@ export async function enforceFileStorageQuota(rt: Runtime, client: pg.PoolClient
 export async function releaseFileStorage(db: Queryable, input: { projectId: string; webhookId: string | null; bytes: number }): Promise<void> {
   await addFileStorage(db, input.projectId, input.webhookId, -Math.max(0, Math.floor(input.bytes)));
 }
+
+/**
+ * Bytes of file content that still fit the project's (and, where overridden, the webhook's)
+ * file_storage_bytes quota, read under the quota lock in the caller's transaction (Infinity when
+ * QUOTA_ENFORCEMENT is off). For channels that keep what fits and metadata only for the rest
+ * (email); count what is kept with enforceFileStorageQuota in the same transaction.
+ */
+export async function fileStorageRoom(rt: Runtime, client: pg.PoolClient, input: Omit<FileStorageQuotaInput, 'bytes'>): Promise<number> {
+  if (!enforcing(rt)) return Infinity;
+  const { project, webhook } = input;
+  await lockQuotaScope(client, `project:${project.id}`);
+  const { rows } = await client.query({
+    name: 'file_storage_usage',
+    text: `SELECT ${counterSum(`project_id = $1 AND webhook_id = '' AND metric = 'file_storage_bytes' AND period = 'current'`)} AS project_bytes,
+                  ${counterSum(`project_id = $1 AND webhook_id = $2 AND metric = 'file_storage_bytes' AND period = 'current'`)} AS webhook_bytes`,
+    values: [project.id, webhook?.id ?? ''],
+  });
+  let room = projectQuotas(project).file_storage_bytes - Number(rows[0].project_bytes);
+  if (webhook && webhookOverrides(webhook).file_storage_bytes !== undefined) room = Math.min(room, webhookQuotas(project, webhook).file_storage_bytes - Number(rows[0].webhook_bytes));
+  return Math.max(0, room);
+}
