@@ -154,7 +154,7 @@ async function acceptMail(rt: Runtime, publicId: string, rcptTo: string[], mail:
     );
     const run = async (client?: import('pg').PoolClient) => {
       // What fits the file-storage quota is kept (under its lock, in this transaction).
-      const room = client && candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides } }) : 0;
+      const room = client && candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
       const kept = new Set<string>();
       let left = room;
       for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
