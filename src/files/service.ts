@@ -6,7 +6,7 @@ import { inTransaction } from '../db/client.ts';
 import { constantTimeEqual, derivedKey } from '../encryption.ts';
 import { FileGone, InvalidSignature, NotFound } from '../errors.ts';
 import { log } from '../log.ts';
-import { enforceFileStorageQuota, releaseFileStorage } from '../projects/quotas/file-storage.ts';
+import { countFileStorage, enforceFileStorageQuota, releaseFileStorage } from '../projects/quotas/file-storage.ts';
 import { projectQuotas, type ProjectQuotaSource, type WebhookQuotaSource } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
 import { fileStore } from './store.ts';
@@ -77,10 +77,13 @@ export async function recordFiles(
   client: pg.PoolClient,
   owner: { project: ProjectQuotaSource & { id: string }; webhook: WebhookQuotaSource; eventId: string; expiresAt: Date | null },
   files: NewFile[],
+  opts: { roomChecked?: boolean } = {},
 ): Promise<void> {
   if (files.length === 0) return;
   const bytes = files.reduce((n, f) => n + f.size, 0);
-  await enforceFileStorageQuota(rt, client, { project: owner.project, webhook: owner.webhook, bytes });
+  // roomChecked: the caller chose what fits with fileStorageRoom in this transaction.
+  if (opts.roomChecked) await countFileStorage(client, { projectId: owner.project.id, webhookId: owner.webhook.id, bytes });
+  else await enforceFileStorageQuota(rt, client, { project: owner.project, webhook: owner.webhook, bytes });
   await client.query(
     `INSERT INTO files (id, project_id, webhook_id, event_id, field, filename, content_type, size, sha256, storage_key, expires_at)
      SELECT f.id, $1, $2, $3, f.field, f.filename, f.content_type, f.size, f.sha256, f.storage_key, $4

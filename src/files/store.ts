@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { DeleteObjectsCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../config.ts';
@@ -26,22 +25,53 @@ export interface FileStore {
   close(): void;
 }
 
+/** Files up to this size are gathered while they stream and written in one call; larger ones are written chunk by chunk. */
+const DISK_SMALL_FILE = 1024 * 1024;
+
 class DiskStore implements FileStore {
   readonly kind = 'disk';
+  private readonly dirs = new Set<string>();
   constructor(private readonly dir: string) {}
   private file(key: string) {
     if (!/^[A-Za-z0-9_]+\/[A-Za-z0-9_]+$/.test(key)) throw new Error(`bad file key ${key}`);
     return path.join(this.dir, key);
   }
+  /**
+   * Written under its final name: nothing names a file before its row commits, which happens only
+   * after put resolved, so no reader can see it half-written. A failed write removes what it wrote.
+   */
   async put(key: string, body: Readable): Promise<void> {
     const target = this.file(key);
-    const part = `${target}.part`;
-    await mkdir(path.dirname(target), { recursive: true });
+    const dir = path.dirname(target);
+    if (!this.dirs.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      if (this.dirs.size > 10_000) this.dirs.clear();
+      this.dirs.add(dir);
+    }
+    let handle: FileHandle | null = null;
     try {
-      await pipeline(body, createWriteStream(part));
-      await rename(part, target);
+      const pending: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of body) {
+        const c = chunk as Buffer;
+        if (handle) {
+          await handle.write(c);
+          continue;
+        }
+        pending.push(c);
+        size += c.length;
+        if (size > DISK_SMALL_FILE) {
+          handle = await open(target, 'w');
+          await handle.writev(pending);
+          pending.length = 0;
+        }
+      }
+      if (handle) await handle.close();
+      else await writeFile(target, pending.length === 1 ? pending[0] : Buffer.concat(pending, size));
+      handle = null;
     } catch (err) {
-      await rm(part, { force: true });
+      await handle?.close().catch(() => {});
+      await rm(target, { force: true });
       throw err;
     }
   }

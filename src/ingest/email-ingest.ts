@@ -205,7 +205,7 @@ async function acceptMail(rt: Runtime, publicId: string, rcptTo: string[], mail:
           .filter((a) => kept.has(a.id))
           .map((a) => ({ id: a.id, field: 'attachment', filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, storageKey: storageKey(known.projectId, a.id) }));
         const expiresAt = new Date(mail.receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
-        await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt }, files);
+        await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt }, files, { roomChecked: true });
         return { accepted, recorded: true };
       }
       return { accepted, recorded: false };
@@ -243,6 +243,7 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
     socketTimeout: opts.socketTimeoutMs ?? 60_000,
     closeTimeout: 5_000,
     logger: false,
+    disableReverseLookup: true,
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       void (async () => {
         const publicId = recipientPublicId(address.address, config.EMAIL_DOMAIN);

@@ -83,6 +83,11 @@ export async function enforceFileStorageQuota(rt: Runtime, client: pg.PoolClient
   await addFileStorage(db, project.id, webhook?.id ?? null, bytes);
 }
 
+/** Counts file bytes a caller already checked in this transaction (fileStorageRoom), without checking again. */
+export async function countFileStorage(db: Queryable, input: { projectId: string; webhookId: string | null; bytes: number }): Promise<void> {
+  await addFileStorage(db, input.projectId, input.webhookId, Math.max(0, Math.floor(input.bytes)));
+}
+
 /** Gives back file storage counted by enforceFileStorageQuota (deleted or expired files). */
 export async function releaseFileStorage(db: Queryable, input: { projectId: string; webhookId: string | null; bytes: number }): Promise<void> {
   await addFileStorage(db, input.projectId, input.webhookId, -Math.max(0, Math.floor(input.bytes)));
