@@ -21,7 +21,7 @@ const DOMAIN = 'ingest.test';
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'email-ingest-'));
-  app = await startTestApp({ worker: true, config: { DATA_DIR: dataDir, dataDir, SMTP_TIMEOUT_MS: 1500 } as any });
+  app = await startTestApp({ worker: true, config: { DATA_DIR: dataDir, dataDir, SMTP_TIMEOUT_MS: 5000 } as any });
   receiver = await startReceiver();
   starter = await app.project('starter');
   wh = await createWebhook(app, starter.apiKey, { url: receiver.url });
@@ -145,6 +145,34 @@ describe('email ingest', () => {
     const envelope = JSON.parse(row.body.toString());
     expect(envelope.attachments).toEqual([{ filename: 'a.txt', contentType: 'text/plain', size: 4, sha256: sha('free'), contentId: null, disposition: 'attachment' }]);
     expect((await db().query('SELECT count(*)::int AS n FROM files WHERE event_id = $1', [row.id])).rows[0].n).toBe(0);
+  });
+
+  it('keeps attachments over the file-storage quota or the file caps as metadata only, never refusing the mail', async () => {
+    const ent = await app.project('enterprise');
+    await setProjectQuota(app.rt, ent.projectId, 'file_storage_bytes', '1500');
+    const ewh = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const info = await transport().sendMail({
+      from: 'a@x.test',
+      to: `${ewh.publicId}@${DOMAIN}`,
+      subject: 'quota',
+      text: 't',
+      attachments: [
+        { filename: 'fits.bin', content: Buffer.alloc(1000, 1) },
+        { filename: 'over-quota.bin', content: Buffer.alloc(1000, 2) },
+        { filename: 'over-cap.bin', content: Buffer.alloc(15 * 1024 * 1024 + 1, 3) },
+      ],
+    });
+    expect(info.response).toMatch(/^250 /);
+    const [row] = await events(ewh.id);
+    const envelope = JSON.parse(row.body.toString());
+    expect(envelope.attachments.map((a: any) => [a.filename, a.size, 'fileRef' in a])).toEqual([
+      ['fits.bin', 1000, true],
+      ['over-quota.bin', 1000, false],
+      ['over-cap.bin', 15 * 1024 * 1024 + 1, false],
+    ]);
+    expect(envelope.attachments[2].sha256).toBe(sha(Buffer.alloc(15 * 1024 * 1024 + 1, 3)));
+    const usage = await db().query(`SELECT coalesce(sum(value), 0)::int AS v FROM usage_counters WHERE project_id = $1 AND webhook_id = '' AND metric = 'file_storage_bytes'`, [ent.projectId]);
+    expect(usage.rows[0].v).toBe(1000);
   });
 
   it('decides each RCPT on its own: 550 unknown, archived or foreign domain, 450 paused, 451/452 over quota; a mail to ten webhooks', async () => {

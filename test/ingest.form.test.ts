@@ -191,6 +191,38 @@ describe('form ingest', () => {
     expect(await count()).toBe(n);
   });
 
+  it('takes a Standard Webhooks signature of the raw body instead of _secret, and routes on the envelope with channel "form"', async () => {
+    const routed = await startReceiver();
+    try {
+      const hook = await createWebhook(app, starter.apiKey, { url: receiver.url });
+      const dest = await app.api(starter.apiKey, 'POST', `/v1/webhooks/${hook.id}/destinations`, { name: 'forms', type: 'webhook', config: { url: routed.url } });
+      expect(dest.status, JSON.stringify(dest.body)).toBe(201);
+      const rules = await app.api(starter.apiKey, 'PUT', `/v1/webhooks/${hook.id}/routing`, {
+        rules: [{ name: 'kind b', priority: 1, match: { channel: 'form', 'body.fields.kind': 'b' }, destinationId: dest.body.id }],
+      });
+      expect(rules.status, JSON.stringify(rules.body)).toBe(200);
+      const body = 'kind=b&note=signed';
+      const signed = new Webhook(hook.ingestSecret).sign('msg_form_1', new Date(), body);
+      const res = await fetch(formUrl(hook.publicId), {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'webhook-id': 'msg_form_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': signed },
+      });
+      expect(res.status).toBe(202);
+      const { deliveryId } = await res.json();
+      const { rows } = await db().query('SELECT destination_id FROM deliveries WHERE id = $1', [deliveryId]);
+      expect(rows[0].destination_id).toBe(dest.body.id);
+      const bad = await fetch(formUrl(hook.publicId), {
+        method: 'POST',
+        body: 'kind=c',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'webhook-id': 'msg_form_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': signed },
+      });
+      expect(bad.status).toBe(401);
+    } finally {
+      await routed.close();
+    }
+  });
+
   it('answers as HTTP ingest does: 401, 404, 405, 409 paused, and 415 for other content types', async () => {
     expect((await post(wh.publicId, new URLSearchParams([['a', '1']]))).status).toBe(401);
     expect((await post(wh.publicId, new URLSearchParams([['_secret', 'whsec_wrong']]))).status).toBe(401);
