@@ -7,7 +7,6 @@ import { sendError } from './respond.ts';
 
 /** `attachment` with the filename: an ASCII fallback and the exact name (RFC 6266 / 5987). */
 function contentDisposition(filename: string): string {
-  // eslint-disable-next-line no-control-regex
   const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }

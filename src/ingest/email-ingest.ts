@@ -81,7 +81,6 @@ function headerMap(mail: ParsedMail): Record<string, string | string[]> {
   return out;
 }
 
-// eslint-disable-next-line no-control-regex
 const clean = (s: string | undefined, fallback: string) => (s ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || fallback;
 
 interface MeasuredAttachment {

@@ -60,7 +60,6 @@ interface ParsedForm {
 
 /** Control characters (NUL included) cannot be stored as text; a filename is at most 255 characters. */
 function cleanName(name: string | undefined): string {
-  // eslint-disable-next-line no-control-regex
   return (name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || 'file';
 }
 
