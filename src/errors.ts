@@ -71,6 +71,23 @@ export class PayloadGone extends DomainError {
     super(409, 'payload_gone', 'The retained payload needed for this operation is no longer available.');
   }
 }
+/** A file whose content payload retention removed (CONTRACT §7: 410 on the file routes). */
+export class FileGone extends DomainError {
+  constructor() {
+    super(410, 'payload_gone', 'The file content is no longer kept (payload retention removed it).');
+  }
+}
+/** A signed file link that is malformed, tampered with or expired. */
+export class InvalidSignature extends DomainError {
+  constructor() {
+    super(403, 'invalid_signature', 'The link signature is invalid or has expired.');
+  }
+}
+export class UnsupportedMediaType extends DomainError {
+  constructor(message: string) {
+    super(415, 'unsupported_media_type', message);
+  }
+}
 export class PayloadTooLarge extends DomainError {
   constructor(limitBytes: number) {
     super(413, 'payload_too_large', `The request body exceeds the limit of ${limitBytes} bytes.`, { limit: limitBytes });

@@ -798,6 +798,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files/{id}/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A stored file's metadata
+         * @description A stored file's metadata (404 for another project's file).
+         */
+        get: operations["getFileMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{eventId}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The stored files of one event (form or email), oldest first
+         * @description The stored files of one event (form or email), oldest first; empty when none were kept.
+         */
+        get: operations["listEventFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts": {
         parameters: {
             query?: never;
@@ -902,6 +942,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A stored file's bytes
+         * @description The content of a file of a form post or an email, with its content type and `content-disposition: attachment`, while payload retention keeps it; after that 410 `payload_gone`. 404 for another project's file.
+         */
+        get: operations["getFileContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -998,6 +1058,48 @@ export interface paths {
          * @description Answers 200 when a query to the database succeeds, 503 `unavailable` when it does not.
          */
         get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/f/{publicId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a form post to a webhook
+         * @description The webhook's `formIngestUrl`, for plain HTML forms and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered).
+         *
+         *     The delivered body is the `form.submitted` JSON envelope (`fields`, a repeated name as an array; `files` with `field`, `filename`, `contentType`, `size`, `sha256` and, where the project keeps file content, `fileRef`). Caps, refused with 413 while streaming: 15728640 bytes per file, 52428800 per post, 100 files, 1000 fields, 256-byte names, 1048576-byte values, 8388608 bytes of fields together.
+         */
+        post: operations["ingestForm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file's signed link
+         * @description A `fileRef.url`: the file's bytes without an API key, for 7 days from when the envelope was made. A bad, tampered or expired signature is 403 `invalid_signature`.
+         */
+        get: operations["getSignedFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1265,6 +1367,28 @@ export interface components {
             reason: string;
             /** Format: date-time */
             redrivenAt?: string | null;
+            webhookId: string;
+        };
+        /** @description A file that came with a form post or an email, whose content the project keeps (Starter and above). Its bytes: `GET /v1/files/{id}`. */
+        FileMetadata: {
+            contentType: string;
+            /** Format: date-time */
+            createdAt: string;
+            eventId: string;
+            /**
+             * Format: date-time
+             * @description When payload retention removes the content (then 410 payload_gone).
+             */
+            expiresAt?: string | null;
+            filename: string;
+            id: string;
+            /** @description Hex SHA-256 of the content. */
+            sha256: string;
+            /**
+             * Format: int64
+             * @description Bytes.
+             */
+            size: number;
             webhookId: string;
         };
         IngestSecretRotation: {
@@ -4264,6 +4388,78 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getFileMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileMetadata"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEventFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileMetadata"][];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listContacts: {
         parameters: {
             query?: {
@@ -4693,6 +4889,52 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getFileContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file id (file_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, with its content type. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="…"` (and `filename*` with the exact UTF-8 name). */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such file in this project. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_gone`: payload retention removed the content. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getOpenApiJson: {
         parameters: {
             query?: never;
@@ -4890,6 +5132,171 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    ingestForm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook's `publicId`. */
+                publicId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+                "multipart/form-data": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: stored and queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestAccepted"];
+                };
+            };
+            /** @description Accepted (or a honeypot post), with `_redirect`: see other. */
+            303: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed body, or a `_redirect` that is not an http(s) URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid ingest secret or signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook with this public id, or an archived one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A cap passed (refused while streaming; nothing stored). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not a form content type. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `quota_exceeded` (`ingest_rate`, `monthly_deliveries`). */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSignedFile: {
+        parameters: {
+            query: {
+                /** @description Unix time in seconds when the link expires. */
+                expires: number;
+                /** @description Hex HMAC-SHA256 of the id and expiry. */
+                sig: string;
+            };
+            header?: never;
+            path: {
+                /** @description The file id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="…"` (and `filename*` with the exact UTF-8 name). */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description `invalid_signature`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such file. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_gone`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     receiveDelivery: {

@@ -27,7 +27,7 @@ export interface RestRoute {
   form?: true;
 }
 
-export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Files' | 'Contacts' | 'Messages';
 
 /**
  * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
@@ -97,6 +97,10 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'POST', path: '/dlq/redrive', field: 'Mutation.redriveDlq', status: 202, operationId: 'redriveDlq', tag: 'DLQ', errors: ['tier_required'] },
   { method: 'POST', path: '/dlq/:id/redrive', field: 'Mutation.redriveDlqEntry', status: 202, operationId: 'redriveDlqEntry', tag: 'DLQ', errors: ['invalid_state', 'payload_gone', 'replay_quotas'] },
 
+  // files of form and email events (their bytes: BYTES_ROUTES)
+  { method: 'GET', path: '/files/:id/metadata', field: 'Query.fileMetadata', operationId: 'getFileMetadata', tag: 'Files' },
+  { method: 'GET', path: '/events/:eventId/files', field: 'Query.eventFiles', operationId: 'listEventFiles', tag: 'Files' },
+
   // conversations (spec/conversation-service.md): Stripe-style, every success is 200
   { method: 'GET', path: '/contacts', field: 'Query.contacts', operationId: 'listContacts', tag: 'Contacts' },
   { method: 'POST', path: '/contacts', field: 'Mutation.createContact', operationId: 'createContact', tag: 'Contacts', form: true },
@@ -108,4 +112,30 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'GET', path: '/messages/:id', field: 'Query.message', operationId: 'getMessage', tag: 'Messages' },
   { method: 'PUT', path: '/messages/:id', field: 'Mutation.updateMessage', operationId: 'updateMessage', tag: 'Messages', form: true },
   { method: 'DELETE', path: '/messages/:id', field: 'Mutation.deleteMessage', operationId: 'deleteMessage', tag: 'Messages' },
+];
+
+/**
+ * `/v1` routes that answer bytes, not JSON, so no GraphQL field (and no SOFA) serves them: a plain
+ * handler in src/http/ does, after the same API-key check. Documented by hand in the OpenAPI
+ * document (src/http/openapi.ts, bytesOperation).
+ */
+export interface BytesRoute {
+  method: 'GET';
+  path: string;
+  operationId: string;
+  tag: RestTag;
+  summary: string;
+  description: string;
+}
+
+export const BYTES_ROUTES: BytesRoute[] = [
+  {
+    method: 'GET',
+    path: '/files/:id',
+    operationId: 'getFileContent',
+    tag: 'Files',
+    summary: "A stored file's bytes",
+    description:
+      "The content of a file of a form post or an email, with its content type and `content-disposition: attachment`, while payload retention keeps it; after that 410 `payload_gone`. 404 for another project's file.",
+  },
 ];

@@ -1,5 +1,7 @@
 import type pg from 'pg';
 import { encodeTime } from 'ulid';
+import { config as processConfig } from '../config.ts';
+import { purgeExpiredFiles } from '../files/service.ts';
 import { log } from '../log.ts';
 import { projectQuotas, webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
@@ -60,6 +62,8 @@ export interface RetentionReport {
   rateWindowsDeleted: number;
   dedupeKeysDeleted: number;
   counterRowsFolded: number;
+  /** File content removed (its payload retention ended): rows marked purged, file_storage_bytes down. */
+  filesPurged: number;
   complete: boolean;
 }
 
@@ -69,7 +73,7 @@ export function idBefore(prefix: string, ms: number): string {
 }
 
 /** Runs one retention pass (unless another process is running one: `ran: false`). */
-export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'>, opts: RetentionOptions = {}): Promise<RetentionReport> {
+export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runtime, 'config'>>, opts: RetentionOptions = {}): Promise<RetentionReport> {
   const report: RetentionReport = {
     ran: false,
     deliveriesDeleted: 0,
@@ -82,6 +86,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'>, opts
     rateWindowsDeleted: 0,
     dedupeKeysDeleted: 0,
     counterRowsFolded: 0,
+    filesPurged: 0,
     complete: true,
   };
   const lock = await rt.db.pool.connect();
@@ -205,8 +210,13 @@ interface WebhookRow {
   custom_quotas: unknown;
 }
 
-async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: RetentionReport, s: PassState): Promise<void> {
+async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runtime, 'config'>>, report: RetentionReport, s: PassState): Promise<void> {
   const db = rt.db.pool;
+  // File content whose payload retention ended (its expires_at, set from the webhook's effective
+  // payload retention when the file came in): out of the store, then marked and counted down.
+  const files = await purgeExpiredFiles({ db: rt.db, config: rt.config ?? processConfig }, { batchSize: s.batchSize, now: s.now, deadline: s.deadline });
+  report.filesPurged += files.purged;
+  if (!files.complete) report.complete = false;
   // Webhooks, by primary key in pages: each with its effective limits.
   for (let after = ''; ; ) {
     const { rows } = await db.query<WebhookRow>(
