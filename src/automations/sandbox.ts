@@ -78,7 +78,7 @@ interface Slot {
   /** The run the watchdog ended (its result is cpu_limit; the worker's other runs are retried). */
   killed?: number;
   active: Map<number, { request: RunRequest; resolve: (r: RunResult) => void; timer: NodeJS.Timeout }>;
-  checks: Map<number, (problem: string | null) => void>;
+  checks: Map<number, { resolve: (problem: string | null) => void; reject: (err: Error) => void }>;
   ready: Promise<void>;
 }
 
@@ -102,10 +102,11 @@ export class Sandbox {
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64, lookup: this.lookup });
   }
 
-  private spawn(index: number): Slot {
+  private spawn(): Slot {
     // The worker's own heap is bounded too (QuickJS's memory is a WebAssembly memory, bounded per run by its limit).
     const shared = new SharedArrayBuffer(16);
-    const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: 256 }, workerData: { watch: shared } });
+    // execArgv []: the worker is plain JavaScript and takes none of this process's loaders or preloads (tsx, --import).
+    const worker = new Worker(WORKER_URL, { execArgv: [], resourceLimits: { maxOldGenerationSizeMb: 256 }, workerData: { watch: shared } });
     const slot: Slot = { worker, watch: { started: new Float64Array(shared, 0, 1), info: new Int32Array(shared, 8, 2) }, active: new Map(), checks: new Map(), ready: Promise.resolve() };
     worker.unref();
     worker.on('message', (msg) => {
@@ -119,7 +120,7 @@ export class Sandbox {
         const done = slot.checks.get(msg.runId);
         slot.checks.delete(msg.runId);
         if (slot.active.size === 0 && slot.checks.size === 0) worker.unref();
-        done?.(msg.problem);
+        done?.resolve(msg.problem);
       } else if (msg.type === 'fetch') {
         const run = slot.active.get(msg.runId);
         const answer = run ? this.subrequest(run.request, msg.url, msg.init, msg.timeoutMs) : Promise.resolve({ error: 'the run is over' });
@@ -127,7 +128,8 @@ export class Sandbox {
       }
     });
     const fail = (why: string) => {
-      if (this.slots[index] === slot && !this.closed) this.slots[index] = this.spawn(index);
+      // A new worker replaces this one at the next run (not now: a worker that cannot start must not respawn in a loop).
+      this.slots = this.slots.filter((s) => s !== slot);
       for (const [runId, run] of slot.active) {
         clearTimeout(run.timer);
         if (runId === slot.killed) {
@@ -138,7 +140,7 @@ export class Sandbox {
         }
       }
       slot.active.clear();
-      for (const [, done] of slot.checks) done(why);
+      for (const [, done] of slot.checks) done.reject(new Error(why));
       slot.checks.clear();
     };
     worker.on('error', (err) => {
@@ -166,7 +168,7 @@ export class Sandbox {
 
   private pick(): Slot {
     if (this.closed) throw new Error('the automation sandbox is closed');
-    while (this.slots.length < this.opts.workers) this.slots.push(this.spawn(this.slots.length));
+    while (this.slots.length < this.opts.workers) this.slots.push(this.spawn());
     let slot = this.slots[0];
     for (const s of this.slots) if (s.active.size < slot.active.size) slot = s;
     return slot;
@@ -176,8 +178,8 @@ export class Sandbox {
   check(code: string): Promise<string | null> {
     const slot = this.pick();
     const runId = this.nextRunId++;
-    return new Promise((resolve) => {
-      slot.checks.set(runId, resolve);
+    return new Promise((resolve, reject) => {
+      slot.checks.set(runId, { resolve, reject });
       slot.worker.ref();
       slot.worker.postMessage({ type: 'check', runId, code });
     });
