@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idBefore, runRetention } from '../src/retention/run.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook } from './support/webhooks.ts';
@@ -228,5 +229,23 @@ describe('automations: test-delivery and runs', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('automations: retention', () => {
+  it("runs older than the project's history retention are removed by the retention pass", async () => {
+    const { apiKey, projectId } = await app.project('starter');
+    const a = (await create(apiKey)).body;
+    const old = Date.now() - 15 * 86_400_000; // Starter keeps 14 days of history
+    const insert = (id: string) =>
+      app.rt.db.pool.query(
+        `INSERT INTO automation_runs (id, project_id, automation_id, version, status, cpu_ms, subrequests, logs, log_bytes, logs_truncated) VALUES ($1, $2, $3, 1, 'ok', 1, 0, '', 0, false)`,
+        [id, projectId, a.id],
+      );
+    await insert(`${idBefore('run', old)}0000000000000001`);
+    await insert(`${idBefore('run', Date.now())}0000000000000001`);
+    const r = await runRetention(app.rt);
+    expect(r.automationRunsDeleted).toBe(1);
+    expect((await app.api(apiKey, 'GET', `/v1/automations/${a.id}/runs`)).body.items).toHaveLength(1);
   });
 });

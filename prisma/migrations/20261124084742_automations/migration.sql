@@ -68,6 +68,9 @@ CREATE INDEX "automation_versions_project_id_created_at_idx" ON "automation_vers
 CREATE INDEX "automation_runs_automation_id_id_idx" ON "automation_runs"("automation_id", "id");
 
 -- CreateIndex
+CREATE INDEX "automation_runs_project_id_id_idx" ON "automation_runs"("project_id", "id");
+
+-- CreateIndex
 CREATE INDEX "automation_leases_project_id_expires_at_idx" ON "automation_leases"("project_id", "expires_at");
 
 -- AddForeignKey
