@@ -146,8 +146,11 @@ describe('automations in the delivery path', () => {
       const latencies = other.received.map((r) => r.at - sentAt.get(String(r.headers['webhook-id']))!);
       latencies.sort((x, y) => x - y);
       expect(latencies.length).toBeGreaterThan(20);
+      // Had the loops run on the runner's thread, every delivery due during one would wait for
+      // its end (1 s): a third of them or more. The bounds leave room for a contended machine.
       expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(250);
-      expect(latencies[latencies.length - 1]).toBeLessThan(900);
+      expect(latencies[Math.floor(latencies.length * 0.9)]).toBeLessThan(600);
+      expect(latencies[latencies.length - 1]).toBeLessThan(2_500);
     } finally {
       await receiver.close();
       await other.close();

@@ -50,6 +50,54 @@ function secondsToNextUtcMonth(): number {
   return Math.max(1, Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - now.getTime()) / 1000));
 }
 
+interface RunContext {
+  status: string;
+  code: string;
+  tier: string;
+  custom_quotas: unknown;
+  egress_allowed_hosts: unknown;
+  usage: Record<string, string | number> | null;
+}
+
+/**
+ * What a run needs to know (the code, the automation's state, the project's tier, quotas, egress
+ * policy and this month's usage), read at most once per CONTEXT_TTL_MS per process and version:
+ * a burst of deliveries costs one read, not one per delivery. So a change of state, policy or
+ * tier takes effect within that time, and the monthly quotas may be passed by the runs of that
+ * time (the runs' usage is still counted exactly).
+ */
+const CONTEXT_TTL_MS = 1_000;
+const contexts = new Map<string, { at: number; ctx: RunContext | null }>();
+
+async function runContext(rt: Rt, req: { projectId: string; automationId: string; version: number; mode: 'delivery' | 'test' }): Promise<RunContext | null> {
+  const key = `${req.projectId}:${req.automationId}:${req.version}`;
+  const cached = contexts.get(key);
+  // test-delivery (interactive, rare) always reads afresh.
+  if (cached && req.mode === 'delivery' && Date.now() - cached.at < CONTEXT_TTL_MS) return cached.ctx;
+  const { rows } = await rt.db.pool.query({
+    name: 'automation_run_context',
+    text: `SELECT a.status, v.code, p.tier, p.custom_quotas, p.egress_allowed_hosts,
+                  (SELECT json_object_agg(u.metric, u.total) FROM (
+                     SELECT metric, sum(value)::bigint AS total FROM usage_counters
+                      WHERE project_id = $1 AND webhook_id = '' AND period = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AND metric = ANY($4::text[])
+                      GROUP BY metric) u) AS usage
+             FROM automations a
+             JOIN automation_versions v ON v.automation_id = a.id AND v.version = $3
+             JOIN projects p ON p.id = a.project_id
+            WHERE a.id = $2 AND a.project_id = $1`,
+    values: [req.projectId, req.automationId, req.version, Object.values(MONTHLY_METRIC)],
+  });
+  const ctx = (rows[0] as RunContext | undefined) ?? null;
+  if (contexts.size >= 1_000) contexts.clear();
+  contexts.set(key, { at: Date.now(), ctx });
+  return ctx;
+}
+
+/** Forgets what runContext read (tests and management changes that must show at once in this process). */
+export function forgetRunContexts(): void {
+  contexts.clear();
+}
+
 /**
  * Runs the pinned version of an automation over one event, with the project's limits: the
  * deployment switch, the automation's state, the monthly quotas (usage counters), a concurrency
@@ -69,20 +117,7 @@ export async function runAutomation(
   if (!rt.config.AUTOMATIONS_ENABLED) {
     return refuse('automation failed: Automations are turned off on this deployment', new InvalidState('Automations are turned off on this deployment (AUTOMATIONS_ENABLED=false).'));
   }
-  const { rows } = await rt.db.pool.query({
-    name: 'automation_run_context',
-    text: `SELECT a.status, v.code, p.tier, p.custom_quotas, p.egress_allowed_hosts,
-                  (SELECT json_object_agg(u.metric, u.total) FROM (
-                     SELECT metric, sum(value)::bigint AS total FROM usage_counters
-                      WHERE project_id = $1 AND webhook_id = '' AND period = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AND metric = ANY($4::text[])
-                      GROUP BY metric) u) AS usage
-             FROM automations a
-             JOIN automation_versions v ON v.automation_id = a.id AND v.version = $3
-             JOIN projects p ON p.id = a.project_id
-            WHERE a.id = $2 AND a.project_id = $1`,
-    values: [req.projectId, req.automationId, req.version, Object.values(MONTHLY_METRIC)],
-  });
-  const ctx = rows[0];
+  const ctx = await runContext(rt, req);
   if (!ctx) return refuse(`automation failed: automation ${req.automationId} version ${req.version} no longer exists`, new InvalidState('The pinned automation version no longer exists.'));
   if (ctx.status !== 'active') return refuse('automation failed: the automation is disabled', new InvalidState('The automation is disabled.'));
   if (!hasFeature(ctx.tier, 'automations')) return refuse(`automation failed: the project's tier (${ctx.tier}) does not run Automations`);
@@ -118,13 +153,17 @@ export async function runAutomation(
       limits: runLimits(ctx.tier),
       allowedHosts: Array.isArray(ctx.egress_allowed_hosts) ? ctx.egress_allowed_hosts : [],
     });
-  } finally {
-    await rt.db.pool.query({ name: 'automation_lease_release', text: 'DELETE FROM automation_leases WHERE id = $1', values: [lease] }).catch((err) => {
-      log.warn({ err }, 'could not release an automation lease (it expires by itself)');
-    });
+  } catch (err) {
+    await releaseLease(rt, lease);
+    throw err;
   }
   const runId = newId('run');
-  await recordRun(rt, req, runId, result);
+  try {
+    await recordRun(rt, req, runId, result, lease);
+  } catch (err) {
+    await releaseLease(rt, lease);
+    throw err;
+  }
   if (result.status === 'ok' && result.result) {
     const out = result.result;
     if (out.kind === 'drop') return { kind: 'drop', reason: `dropped by automation ${req.automationId} version ${req.version} (run ${runId})`, runId, version: req.version };
@@ -143,12 +182,20 @@ export async function runAutomation(
   };
 }
 
-/** The run's record and its usage (runs, CPU ms, subrequests, log bytes this month), in one statement. */
-async function recordRun(rt: Rt, req: { projectId: string; automationId: string; version: number; deliveryId: string | null }, runId: string, r: RunResult) {
+async function releaseLease(rt: Rt, lease: string) {
+  await rt.db.pool.query({ name: 'automation_lease_release', text: 'DELETE FROM automation_leases WHERE id = $1', values: [lease] }).catch((err) => {
+    log.warn({ err }, 'could not release an automation lease (it expires by itself)');
+  });
+}
+
+/** The run's record, its usage (runs, CPU ms, subrequests, log bytes this month) and the release of its lease, in one statement. */
+async function recordRun(rt: Rt, req: { projectId: string; automationId: string; version: number; deliveryId: string | null }, runId: string, r: RunResult, lease: string) {
   const cpuMs = Math.ceil(r.cpuMs);
   await rt.db.pool.query({
     name: 'automation_run_record',
-    text: `WITH run AS (
+    text: `WITH released AS (
+             DELETE FROM automation_leases WHERE id = $14
+           ), run AS (
              INSERT INTO automation_runs (id, project_id, automation_id, version, delivery_id, status, cpu_ms, subrequests, logs, log_bytes, logs_truncated, error)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
            )
@@ -158,7 +205,7 @@ async function recordRun(rt: Rt, req: { projectId: string; automationId: string;
            ON CONFLICT (project_id, webhook_id, metric, period, shard) DO UPDATE SET value = u.value + excluded.value`,
     values: [
       runId, req.projectId, req.automationId, req.version, req.deliveryId, r.status, r.cpuMs, r.subrequests,
-      r.logs.replaceAll('\0', '\uFFFD'), r.logBytes, r.logsTruncated, r.error?.replaceAll('\0', '\uFFFD') ?? null, cpuMs,
+      r.logs.replaceAll('\0', '\uFFFD'), r.logBytes, r.logsTruncated, r.error?.replaceAll('\0', '\uFFFD') ?? null, cpuMs, lease,
     ],
   });
 }

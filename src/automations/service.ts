@@ -13,6 +13,7 @@ import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
 import { automationQuotas, MAX_CODE_BYTES } from './limits.ts';
 import { sandboxOf } from './sandbox-instance.ts';
+import { forgetRunContexts } from './run.ts';
 
 type Rt = Pick<Runtime, 'db' | 'config'>;
 
@@ -124,10 +125,13 @@ export async function updateAutomation(rt: Rt, projectId: string, id: string, in
       }
       await client.query(`UPDATE automations SET status = 'active', name = COALESCE($3, name), updated_at = now() WHERE id = $1 AND project_id = $2`, [id, projectId, data.name ?? null]);
     });
+    forgetRunContexts();
     return getAutomation(rt, projectId, id);
   }
   if (Object.keys(data).length === 0) return current;
-  return rt.db.prisma.automation.update({ where: { id }, data });
+  const updated = await rt.db.prisma.automation.update({ where: { id }, data });
+  forgetRunContexts();
+  return updated;
 }
 
 /** Deletes an automation with its versions and runs; 409 invalid_state while a webhook's transform pins it. */
@@ -141,6 +145,7 @@ export async function deleteAutomation(rt: Rt, projectId: string, id: string): P
     if (rows[0]) throw new InvalidState(`The automation is the transform of webhook ${rows[0].id}: remove that transform first.`);
     await client.query('DELETE FROM automations WHERE id = $1 AND project_id = $2', [id, projectId]);
   });
+  forgetRunContexts();
   return { id, deleted: true };
 }
 
@@ -227,5 +232,6 @@ export async function setEgressPolicy(rt: Rt, projectId: string, input: { allowe
   if (input.allowedHosts === undefined || input.allowedHosts === null) throw new InvalidRequest('allowedHosts is required (an empty list blocks egress).', 'allowedHosts');
   const hosts = [...new Set(parseInput(allowedHostsSchema, input.allowedHosts, 'allowedHosts'))];
   await rt.db.prisma.project.update({ where: { id: projectId }, data: { egressAllowedHosts: hosts } });
+  forgetRunContexts();
   return { allowedHosts: hosts };
 }
