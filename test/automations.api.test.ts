@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setProjectQuota } from '../src/projects/service.ts';
 import { idBefore, runRetention } from '../src/retention/run.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
@@ -21,8 +22,9 @@ async function create(apiKey: string, body: Record<string, unknown> = {}, a = ap
   return a.api(apiKey, 'POST', '/v1/automations', { name: 'reshape', code: CODE, ...body });
 }
 
+/** As `npm run cli -- project set-quota PROJECT QUOTA VALUE` does (Enterprise custom quotas). */
 async function setQuotas(projectId: string, quotas: Record<string, number>) {
-  await app.rt.db.pool.query(`UPDATE projects SET custom_quotas = custom_quotas || $2::jsonb WHERE id = $1`, [projectId, JSON.stringify(quotas)]);
+  for (const [quota, value] of Object.entries(quotas)) await setProjectQuota(app.rt, projectId, quota, String(value));
 }
 
 async function setMonthlyUsage(projectId: string, metric: string, value: number) {

@@ -1,12 +1,14 @@
 import type { Tier } from '../config.ts';
 import type { QuotaName } from '../errors.ts';
+import type { AUTOMATION_QUOTA_NAMES } from '../projects/tiers.ts';
 import type { RunLimits } from './sandbox.ts';
 
 const MB = 1024 * 1024;
 const KB = 1024;
 
-/** The spec's Automation quota table, as data (Free cannot run Automations). */
-export interface AutomationQuotas {
+/** The spec's Automation quota table, as data (Free cannot run Automations). Its keys are AUTOMATION_QUOTA_NAMES. */
+export type AutomationQuotas = Record<(typeof AUTOMATION_QUOTA_NAMES)[number], number> & AutomationQuotaFields;
+interface AutomationQuotaFields {
   automations: number;
   active_automations: number;
   /** Versions per automation. */

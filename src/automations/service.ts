@@ -69,8 +69,8 @@ export async function createAutomation(rt: Rt, projectId: string, input: { name?
   const project = await gate(rt, projectId);
   const name = parseInput(nameSchema, input.name, 'name');
   if (input.code === undefined || input.code === null) throw new InvalidRequest('code is required: an ES module whose default export is (event, ctx) => result.', 'code');
-  requireAutomationsEnabled(rt);
   const code = await validCode(rt, input.code);
+  requireAutomationsEnabled(rt);
   const quotas = automationQuotas(project);
   const id = newId('aut');
   await inTransaction(rt.db.pool, async (client) => {
@@ -153,8 +153,8 @@ export async function createVersion(rt: Rt, projectId: string, automationId: str
   await getAutomation(rt, projectId, automationId);
   const project = await getProject(rt, projectId);
   if (input.code === undefined || input.code === null) throw new InvalidRequest('code is required.', 'code');
-  requireAutomationsEnabled(rt);
   const code = await validCode(rt, input.code);
+  requireAutomationsEnabled(rt);
   const quotas = automationQuotas(project);
   const version = await inTransaction(rt.db.pool, async (client) => {
     await lockQuotaScope(client, `automations:${projectId}`);
