@@ -178,7 +178,7 @@ describe('automations: quotas, one under and one over', () => {
       await setMonthlyUsage(projectId, metric, limit - 1);
       const under = await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/test-delivery`, { body: { type: 'ping' } });
       expect(under.status, `${metric}: ${JSON.stringify(under.body)}`).toBe(200);
-      expect(under.body.payload).toEqual({ text: 'got ping' });
+      expect(under.body.payload, JSON.stringify(under.body)).toEqual({ text: "got ping" });
       await setMonthlyUsage(projectId, metric, limit);
       const over = await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/test-delivery`, { body: { type: 'ping' } });
       expect(over.status, metric).toBe(429);
@@ -249,5 +249,28 @@ describe('automations: retention', () => {
     const r = await runRetention(app.rt);
     expect(r.automationRunsDeleted).toBe(1);
     expect((await app.api(apiKey, 'GET', `/v1/automations/${a.id}/runs`)).body.items).toHaveLength(1);
+  });
+});
+
+describe('automations: the concurrency count in PostgreSQL', () => {
+  it('automation_lease_take admits up to the limit across connections; an expired lease frees its slot', async () => {
+    const { projectId } = await app.project('pro');
+    const take = async (lease: string, limit: number, ttlMs = 30_000) => {
+      // A fresh connection each time, as another process would use.
+      const client = await app.rt.db.pool.connect();
+      try {
+        return (await client.query('SELECT automation_lease_take($1, $2, $3, $4) AS ok', [projectId, lease, limit, ttlMs])).rows[0].ok as boolean;
+      } finally {
+        client.release();
+      }
+    };
+    expect(await Promise.all([take('alz_a', 2), take('alz_b', 2), take('alz_c', 2), take('alz_d', 2)])).toEqual(expect.arrayContaining([true, true, false, false]));
+    await app.rt.db.pool.query(`DELETE FROM automation_leases WHERE project_id = $1 AND id IN ('alz_a', 'alz_b', 'alz_c', 'alz_d') AND id = (SELECT min(id) FROM automation_leases WHERE project_id = $1)`, [projectId]);
+    expect(await take('alz_e', 2)).toBe(true);
+    expect(await take('alz_f', 2)).toBe(false);
+    await app.rt.db.pool.query(`UPDATE automation_leases SET expires_at = now() - interval '1 second' WHERE project_id = $1`, [projectId]);
+    expect(await take('alz_g', 1)).toBe(true);
+    const { rows } = await app.rt.db.pool.query('SELECT id FROM automation_leases WHERE project_id = $1', [projectId]);
+    expect(rows.map((r) => r.id)).toEqual(['alz_g']);
   });
 });

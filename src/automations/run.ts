@@ -133,18 +133,70 @@ export async function runAutomation(
     }
   }
 
-  const lease = newId('alz');
-  const { rows: taken } = await rt.db.pool.query({
-    name: 'automation_lease_take',
-    text: 'SELECT automation_lease_take($1, $2, $3, $4) AS ok',
-    values: [req.projectId, lease, quotas.automation_concurrency, LEASE_TTL_MS],
-  });
-  if (!taken[0].ok) {
+  const noSlot = (): AutomationOutcome => {
     if (req.mode === 'test') {
       throw new QuotaExceeded({ quota: 'automation_concurrency', scope: 'project', limit: quotas.automation_concurrency, current: quotas.automation_concurrency, delta: 1, retryAfterSec: 1 });
     }
     return { kind: 'wait', runAt: new Date(Date.now() + WAIT_MS + Math.random() * WAIT_MS) };
+  };
+  // This process never runs more of the project's runs at once than the limit: those beyond it
+  // queue here briefly (a promise, no job slot of a drain), then wait as jobs.
+  const releaseLocal = await localSlot(req.projectId, quotas.automation_concurrency, req.mode === 'test' ? 0 : LOCAL_WAIT_MS);
+  if (!releaseLocal) return noSlot();
+  try {
+    return await runWithLease(rt, req, ctx, quotas.automation_concurrency, noSlot);
+  } finally {
+    releaseLocal();
   }
+}
+
+/** How long a run waits in this process for one of the project's slots before its delivery waits as a job. */
+const LOCAL_WAIT_MS = 1_000;
+const localSlots = new Map<string, { active: number; waiters: (() => void)[] }>();
+
+/** One of the project's `limit` slots in this process (a release function), or null after `maxWaitMs`. */
+function localSlot(projectId: string, limit: number, maxWaitMs: number): Promise<(() => void) | null> {
+  let s = localSlots.get(projectId);
+  if (!s) localSlots.set(projectId, (s = { active: 0, waiters: [] }));
+  const slots = s;
+  const release = () => {
+    const next = slots.waiters.shift();
+    if (next) next();
+    else if (--slots.active === 0) localSlots.delete(projectId);
+  };
+  if (slots.active < limit) {
+    slots.active++;
+    return Promise.resolve(release);
+  }
+  if (maxWaitMs <= 0) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const waiter = () => {
+      clearTimeout(timer);
+      resolve(release);
+    };
+    const timer = setTimeout(() => {
+      const i = slots.waiters.indexOf(waiter);
+      if (i >= 0) slots.waiters.splice(i, 1);
+      resolve(null);
+    }, maxWaitMs);
+    slots.waiters.push(waiter);
+  });
+}
+
+async function runWithLease(
+  rt: Rt,
+  req: { projectId: string; automationId: string; version: number; event: AutomationEvent; deliveryId: string | null },
+  ctx: RunContext,
+  limit: number,
+  noSlot: () => AutomationOutcome,
+): Promise<AutomationOutcome> {
+  const lease = newId('alz');
+  const { rows: taken } = await rt.db.pool.query({
+    name: 'automation_lease_take',
+    text: 'SELECT automation_lease_take($1, $2, $3, $4) AS ok',
+    values: [req.projectId, lease, limit, LEASE_TTL_MS],
+  });
+  if (!taken[0].ok) return noSlot();
   let result: RunResult;
   try {
     result = await sandboxOf(rt).run({
