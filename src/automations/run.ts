@@ -33,6 +33,10 @@ export type AutomationOutcome =
   /** Every concurrency slot of the project is taken: try again at `runAt` (a job, not a held runner). */
   | { kind: 'wait'; runAt: Date };
 
+// Every statement here goes through the relaxed pool (commits that do not wait for the disk):
+// a lease or run record lost with a database crash costs at most a lease that expires and a
+// run missing from the list (its delivery's attempt is made again, as every lost result is).
+
 /** A lease outlives the longest run, so a slot of a runner that died frees by itself. */
 const LEASE_TTL_MS = RUN_WALL_MS + 20_000;
 /** How long a run that found no free slot waits before its job tries again. */
@@ -74,7 +78,7 @@ async function runContext(rt: Rt, req: { projectId: string; automationId: string
   const cached = contexts.get(key);
   // test-delivery (interactive, rare) always reads afresh.
   if (cached && req.mode === 'delivery' && Date.now() - cached.at < CONTEXT_TTL_MS) return cached.ctx;
-  const { rows } = await rt.db.pool.query({
+  const { rows } = await rt.db.relaxedPool.query({
     name: 'automation_run_context',
     text: `SELECT a.status, v.code, p.tier, p.custom_quotas, p.egress_allowed_hosts,
                   (SELECT json_object_agg(u.metric, u.total) FROM (
@@ -191,7 +195,7 @@ async function runWithLease(
   noSlot: () => AutomationOutcome,
 ): Promise<AutomationOutcome> {
   const lease = newId('alz');
-  const { rows: taken } = await rt.db.pool.query({
+  const { rows: taken } = await rt.db.relaxedPool.query({
     name: 'automation_lease_take',
     text: 'SELECT automation_lease_take($1, $2, $3, $4) AS ok',
     values: [req.projectId, lease, limit, LEASE_TTL_MS],
@@ -235,7 +239,7 @@ async function runWithLease(
 }
 
 async function releaseLease(rt: Rt, lease: string) {
-  await rt.db.pool.query({ name: 'automation_lease_release', text: 'DELETE FROM automation_leases WHERE id = $1', values: [lease] }).catch((err) => {
+  await rt.db.relaxedPool.query({ name: 'automation_lease_release', text: 'DELETE FROM automation_leases WHERE id = $1', values: [lease] }).catch((err) => {
     log.warn({ err }, 'could not release an automation lease (it expires by itself)');
   });
 }
@@ -243,7 +247,7 @@ async function releaseLease(rt: Rt, lease: string) {
 /** The run's record, its usage (runs, CPU ms, subrequests, log bytes this month) and the release of its lease, in one statement. */
 async function recordRun(rt: Rt, req: { projectId: string; automationId: string; version: number; deliveryId: string | null }, runId: string, r: RunResult, lease: string) {
   const cpuMs = Math.ceil(r.cpuMs);
-  await rt.db.pool.query({
+  await rt.db.relaxedPool.query({
     name: 'automation_run_record',
     text: `WITH released AS (
              DELETE FROM automation_leases WHERE id = $14
