@@ -57,6 +57,13 @@ const schema = z.object({
   CURSOR_SECRET: z.string().optional(),
   /** `off`: no quota check refuses anything (single-tenant self-hosting, benchmarking); usage is still counted. */
   QUOTA_ENFORCEMENT: z.enum(['on', 'off']).default('on'),
+  /** `false`: this deployment runs no Automations (create and use answer 409 invalid_state; pinned deliveries fail). */
+  AUTOMATIONS_ENABLED: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /** Worker threads of each process's Automations sandbox (QuickJS): how many runs execute at once per process. */
+  AUTOMATION_SANDBOX_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

@@ -100,7 +100,16 @@ export type QuotaName =
   | 'stored_payload_bytes'
   | 'file_storage_bytes'
   | 'backlog_depth'
-  | 'replay_volume';
+  | 'replay_volume'
+  | 'automations'
+  | 'active_automations'
+  | 'automation_versions'
+  | 'automation_runs'
+  | 'automation_cpu_ms'
+  | 'automation_subrequests'
+  | 'automation_log_bytes'
+  | 'automation_worker_creations'
+  | 'automation_concurrency';
 
 /** 429 for rates and monthly counts (they free with time), 409 for stored amounts. */
 export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
@@ -110,6 +119,15 @@ export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
   stored_payload_bytes: 409,
   file_storage_bytes: 409,
   backlog_depth: 409,
+  automations: 409,
+  active_automations: 409,
+  automation_versions: 409,
+  automation_runs: 429,
+  automation_cpu_ms: 429,
+  automation_subrequests: 429,
+  automation_log_bytes: 429,
+  automation_worker_creations: 429,
+  automation_concurrency: 429,
 };
 
 export class QuotaExceeded extends DomainError {

@@ -272,6 +272,10 @@ function conflict(route: RestRoute): Json | undefined {
     cases.push(new WebhookPaused(), replayQuota('backlog_depth'), replayQuota('stored_payload_bytes'));
     said.push('`webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit');
   }
+  if (errors.includes('automation_counts')) {
+    cases.push(...(['automations', 'active_automations', 'automation_versions'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 2, current: 2, delta: 1 })));
+    said.push('`quota_exceeded` (`automations`, `active_automations`, `automation_versions`): the tier\'s count is reached');
+  }
   if (cases.length === 0) return undefined;
   return { description: `${said.join('; ')}.`, content: errorContent(cases) };
 }
@@ -282,6 +286,20 @@ function tooManyRequests(route: RestRoute): Json | undefined {
       description: '`quota_exceeded`: the monthly deliveries are used up; Retry-After says when they free.',
       headers: { 'Retry-After': ref('headers', 'RetryAfter') },
       content: errorContent([replayQuota('monthly_deliveries')]),
+    };
+  }
+  if (route.errors?.includes('automation_counts')) {
+    return {
+      description: '`quota_exceeded` (`automation_worker_creations`): the versions created today (UTC) are at the limit; Retry-After says when they free.',
+      headers: { 'Retry-After': ref('headers', 'RetryAfter') },
+      content: errorContent([new QuotaExceeded({ quota: 'automation_worker_creations', scope: 'project', limit: 5, current: 5, delta: 1, retryAfterSec: 3600 })]),
+    };
+  }
+  if (route.errors?.includes('automation_runs')) {
+    return {
+      description: '`quota_exceeded` (`automation_runs`, `automation_cpu_ms`, `automation_subrequests`, `automation_log_bytes`, `automation_concurrency`): the Automation transform may not run now; Retry-After says when it could.',
+      headers: { 'Retry-After': ref('headers', 'RetryAfter') },
+      content: errorContent((['automation_runs', 'automation_cpu_ms', 'automation_subrequests', 'automation_log_bytes', 'automation_concurrency'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 100, current: 100, delta: 1, retryAfterSec: 1 }))),
     };
   }
   if (!route.errors?.includes('replay_quotas')) return undefined;
@@ -676,6 +694,7 @@ const TAGS: Json[] = [
   { name: 'Destinations', description: "Where a webhook's deliveries go: the default destination and named ones for routing." },
   { name: 'Routing', description: 'Which destination an event goes to, and how its payload is transformed.' },
   { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
+  { name: 'Automations', description: 'Automations: versioned user code run in a sandbox in the event path (a webhook transform), their runs, and the egress policy of their subrequests.' },
   { name: 'Schedules', description: "Recurring schedules: the cron ingest channel, each tick an event of the schedule's webhook." },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },

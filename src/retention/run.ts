@@ -58,6 +58,8 @@ export interface RetentionReport {
   dispatchesPurged: number;
   replayJobsDeleted: number;
   auditLogsDeleted: number;
+  /** Automation runs (history retention, like attempts). */
+  automationRunsDeleted: number;
   dlqEntriesDeleted: number;
   rateWindowsDeleted: number;
   dedupeKeysDeleted: number;
@@ -82,6 +84,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Par
     dispatchesPurged: 0,
     replayJobsDeleted: 0,
     auditLogsDeleted: 0,
+    automationRunsDeleted: 0,
     dlqEntriesDeleted: 0,
     rateWindowsDeleted: 0,
     dedupeKeysDeleted: 0,
@@ -265,7 +268,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
         [p.id, idBefore('rpl', history)],
       );
       // The project's rows that only history keeps, oldest first by id (ids are ULIDs: older than = below).
-      const olderRows = (table: 'audit_logs' | 'dlq_entries', prefix: string) =>
+      const olderRows = (table: 'audit_logs' | 'dlq_entries' | 'automation_runs', prefix: string) =>
         drain(
           db,
           s,
@@ -276,6 +279,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
         );
       report.auditLogsDeleted += await olderRows('audit_logs', 'aud');
       report.dlqEntriesDeleted += await olderRows('dlq_entries', 'dlq');
+      report.automationRunsDeleted += await olderRows('automation_runs', 'run');
       if (Date.now() > s.deadline) {
         report.complete = false;
         return;
