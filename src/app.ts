@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { makeWorkerUtils, run, type Runner, type WorkerEvents } from 'graphile-worker';
-import { createTaskList, RETENTION_CRONTAB } from '../jobs/index.ts';
+import { createTaskList, CRONTAB } from '../jobs/index.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
@@ -70,8 +70,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
         events,
         concurrency: config.WORKER_CONCURRENCY,
         taskList,
-        // The recurring jobs (retention); graphile-worker schedules each minute once across runners.
-        crontab: RETENTION_CRONTAB,
+        // The recurring jobs (retention, backlog samples, ...); graphile-worker schedules each minute once across runners.
+        crontab: CRONTAB,
         noHandleSignals: true,
         logger: workerLogger(log),
         // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.

@@ -578,6 +578,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's metrics over a window (archived webhooks too), answered from roll-ups
+         * @description A webhook's metrics over a window (archived webhooks too), answered from roll-ups.
+         */
+        get: operations["getWebhookMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/backlog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's backlog now and its sampled depth over a window
+         * @description A webhook's backlog now and its sampled depth over a window (archived webhooks too).
+         */
+        get: operations["getWebhookBacklog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -1083,6 +1123,28 @@ export interface components {
             /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
             nextCursor?: string | null;
         };
+        BacklogByStatus: {
+            /** Format: int32 */
+            delivering: number;
+            /** Format: int32 */
+            queued: number;
+            /** Format: int32 */
+            retrying: number;
+            /** Format: int32 */
+            scheduled: number;
+        };
+        BacklogPoint: {
+            /**
+             * Format: int32
+             * @description The highest depth sampled in the bucket (sampled once a minute).
+             */
+            depth: number;
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            t: string;
+        };
         /** @description A contact; it has exactly one conversation. */
         Contact: {
             avatar_url?: string | null;
@@ -1339,6 +1401,57 @@ export interface components {
         MessageList: {
             data: components["schemas"]["Message"][];
             has_more: boolean;
+        };
+        /** @description Ingest-to-first-success latency percentiles in ms (log-scale sketch, within about 1%); null without successes. */
+        MetricLatency: {
+            /** Format: float */
+            p50?: number | null;
+            /** Format: float */
+            p95?: number | null;
+            /** Format: float */
+            p99?: number | null;
+        };
+        MetricPoint: {
+            /** Format: int32 */
+            attempts: number;
+            /** Format: int32 */
+            failed: number;
+            /** Format: int32 */
+            ingested: number;
+            /** Format: int32 */
+            succeeded: number;
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            t: string;
+        };
+        MetricTotals: {
+            /**
+             * Format: int32
+             * @description Attempts recorded in the window.
+             */
+            attempts: number;
+            /**
+             * Format: int32
+             * @description Deliveries that finished failed (to the DLQ) in the window.
+             */
+            failed: number;
+            /**
+             * Format: int32
+             * @description Events ingested in the window.
+             */
+            ingested: number;
+            /**
+             * Format: int32
+             * @description Attempts that failed and were retried.
+             */
+            retries: number;
+            /**
+             * Format: int32
+             * @description Deliveries that finished succeeded in the window.
+             */
+            succeeded: number;
         };
         PageInfo: {
             endCursor?: string | null;
@@ -1653,6 +1766,8 @@ export interface components {
             replays: number;
         };
         Webhook: {
+            /** @description The webhook's backlog, with its depth over a window. */
+            backlog: components["schemas"]["WebhookBacklog"];
             /** Format: date-time */
             createdAt: string;
             /** @description Any JSON value. */
@@ -1672,6 +1787,8 @@ export interface components {
             ingestUrl: string;
             /** Format: int32 */
             maxInFlight: number;
+            /** @description The webhook's metrics over a window. */
+            metrics: components["schemas"]["WebhookMetrics"];
             name: string;
             publicId: string;
             retryPolicy: components["schemas"]["RetryPolicy"];
@@ -1686,9 +1803,56 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /** @description A webhook's backlog now, and its sampled depth over a window. */
+        WebhookBacklog: {
+            byStatus: components["schemas"]["BacklogByStatus"];
+            /**
+             * Format: int32
+             * @description Deliveries pending now.
+             */
+            depth: number;
+            /**
+             * Format: int32
+             * @description DLQ entries not re-driven.
+             */
+            dlqDepth: number;
+            /** Format: date-time */
+            oldestPendingAt?: string | null;
+            series: components["schemas"]["BacklogPoint"][];
+            webhookId: string;
+            window: string;
+        };
         WebhookDestroyed: {
             deleted: boolean;
             id: string;
+        };
+        /** @description A webhook's delivery metrics over a window, from its roll-ups. */
+        WebhookMetrics: {
+            /**
+             * Format: int32
+             * @description 60 (1h), 900 (24h), 7200 (7d), 21600 (30d).
+             */
+            bucketSeconds: number;
+            /**
+             * Format: date-time
+             * @description The first bucket's start.
+             */
+            from: string;
+            latencyMs: components["schemas"]["MetricLatency"];
+            series: components["schemas"]["MetricPoint"][];
+            /** @description Attempts by answer: {"2xx", "3xx", "4xx", "5xx", "network", "timeout"}. */
+            statusCodes: unknown;
+            /**
+             * Format: float
+             * @description succeeded / (succeeded + failed), 0..1; null without finished deliveries.
+             */
+            successRate?: number | null;
+            /** Format: date-time */
+            to: string;
+            totals: components["schemas"]["MetricTotals"];
+            webhookId: string;
+            /** @description 1h, 24h, 7d or 30d. */
+            window: string;
         };
         /** @description One page of a cursor list. */
         WebhookPage: {
@@ -2283,6 +2447,8 @@ export interface operations {
                 /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
                 status?: components["schemas"]["WebhookStatus"];
+                webhooks_items_items_backlog_window?: string;
+                webhooks_items_items_metrics_window?: string;
                 webhooks_items_items_schedulesConnection_after?: string;
                 webhooks_items_items_schedulesConnection_before?: string;
                 webhooks_items_items_schedulesConnection_first?: number;
@@ -2397,6 +2563,8 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: {
+                webhook_backlog_window?: string;
+                webhook_metrics_window?: string;
                 webhook_schedulesConnection_after?: string;
                 webhook_schedulesConnection_before?: string;
                 webhook_schedulesConnection_first?: number;
@@ -2486,6 +2654,8 @@ export interface operations {
                     timeoutMs?: number | null;
                     /** @description The default destination: a webhook destination posting to this URL. */
                     url?: string | null;
+                    updateWebhook_backlog_window?: string;
+                    updateWebhook_metrics_window?: string;
                     updateWebhook_schedulesConnection_after?: string;
                     updateWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -2536,6 +2706,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    pauseWebhook_backlog_window?: string;
+                    pauseWebhook_metrics_window?: string;
                     pauseWebhook_schedulesConnection_after?: string;
                     pauseWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -2594,6 +2766,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    resumeWebhook_backlog_window?: string;
+                    resumeWebhook_metrics_window?: string;
                     resumeWebhook_schedulesConnection_after?: string;
                     resumeWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -2652,6 +2826,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    archiveWebhook_backlog_window?: string;
+                    archiveWebhook_metrics_window?: string;
                     archiveWebhook_schedulesConnection_after?: string;
                     archiveWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -2710,6 +2886,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    restoreWebhook_backlog_window?: string;
+                    restoreWebhook_metrics_window?: string;
                     restoreWebhook_schedulesConnection_after?: string;
                     restoreWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -3742,6 +3920,84 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookMetrics: {
+        parameters: {
+            query?: {
+                /** @description 1h, 24h, 7d or 30d (default 24h). */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookMetrics"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookBacklog: {
+        parameters: {
+            query?: {
+                /** @description 1h, 24h, 7d or 30d (default 24h). */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookBacklog"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -286,7 +286,12 @@ async function buildDispatch(claim: ClaimedDelivery): Promise<Dispatch> {
   return { body, contentType, headers, transformed };
 }
 
-function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {
+function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt' | 'failure'> {
+  const c = classifyOutcome(res, policy, attempt);
+  return res.failure ? { ...c, failure: res.failure } : c;
+}
+
+function classifyOutcome(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {
   if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return { outcome: 'succeeded', error: null };
   let failure: FailureKind;
   let error: string | null = res.error ?? null;

@@ -4,6 +4,7 @@ import { newId } from '../ids.ts';
 import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
+import { sketchIndexSql } from '../metrics/sketch.ts';
 
 export interface AttemptResult {
   deliveryId: string;
@@ -17,6 +18,8 @@ export interface AttemptResult {
   responseSnippet: string | null;
   /** succeeded; retry (at nextAttemptAt); failed (to the DLQ). */
   outcome: 'succeeded' | 'retry' | 'failed';
+  /** Why no status code came back: a network error, a timeout, or a blocked address (counted as network). */
+  failure?: 'network' | 'timeout' | 'blocked';
   nextAttemptAt?: Date;
   /** Dispatch snapshot to store with this attempt when it is the first one that built it. */
   dispatch?: { body: Buffer | null; contentType: string | null; headers: Record<string, string> } | null;
@@ -56,6 +59,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
       dispatch_content_type: r.dispatch?.contentType ?? null,
       dispatch_headers: r.dispatch ? r.dispatch.headers : null,
       outcome: r.outcome,
+      fk: r.failure ?? null,
       dlq_id: newId('dlq'),
       notification: deliveryNotification(
         deliveryView({ ...r.delivery, status, next_attempt_at: nextAt, last_attempt: lastAttempt, completed_at: terminal ? new Date() : null }),
@@ -68,7 +72,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
        SELECT * FROM json_to_recordset($1::json)
          AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
               duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
-              dispatch_headers jsonb, outcome text, dlq_id text, notification text)
+              dispatch_headers jsonb, outcome text, fk text, dlq_id text, notification text)
      ), upd AS (
        UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
               completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
@@ -77,7 +81,39 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
               dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers)
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.status, d.next_attempt_at
+        RETURNING d.id, d.project_id, d.webhook_id, d.status, d.next_attempt_at, d.created_at
+     ), m AS (
+       -- The roll-up (metrics/sketch.ts, webhook_metric_buckets): per recorded attempt, its
+       -- outcome, status-code class and, for a success, the ingest-to-success latency's index.
+       SELECT upd.webhook_id, upd.project_id, upd.status, r.outcome,
+              CASE WHEN r.status_code IS NOT NULL THEN (r.status_code / 100)::text || 'xx'
+                   WHEN r.fk = 'timeout' THEN 'timeout' WHEN r.fk IS NOT NULL THEN 'network' END AS class,
+              CASE WHEN upd.status = 'succeeded' THEN ${sketchIndexSql('(extract(epoch FROM now() - upd.created_at) * 1000)::float8')} END AS lat
+         FROM upd JOIN r ON r.id = upd.id
+     ), m_lat AS (
+       SELECT webhook_id, jsonb_object_agg(lat, n) AS latency
+         FROM (SELECT webhook_id, lat, count(*) AS n FROM m WHERE lat IS NOT NULL GROUP BY 1, 2) x GROUP BY 1
+     ), rollup AS (
+       INSERT INTO webhook_metric_buckets AS b (webhook_id, size, bucket_start, shard, project_id, succeeded, failed, attempts, retries,
+                                               status_2xx, status_3xx, status_4xx, status_5xx, network, timeout, latency)
+       SELECT c.webhook_id, s.size, metrics_bucket(now(), s.size), 8, c.project_id, c.succeeded, c.failed, c.attempts, c.retries,
+              c.s2, c.s3, c.s4, c.s5, c.net, c.tmo, coalesce(l.latency, '{}'::jsonb)
+         FROM (SELECT webhook_id, min(project_id) AS project_id, count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+                      count(*) FILTER (WHERE status = 'failed') AS failed, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'retry') AS retries,
+                      count(*) FILTER (WHERE class = '2xx') AS s2, count(*) FILTER (WHERE class = '3xx') AS s3,
+                      count(*) FILTER (WHERE class = '4xx') AS s4, count(*) FILTER (WHERE class = '5xx') AS s5,
+                      count(*) FILTER (WHERE class = 'network') AS net, count(*) FILTER (WHERE class = 'timeout') AS tmo
+                 FROM m GROUP BY webhook_id) c
+         LEFT JOIN m_lat l ON l.webhook_id = c.webhook_id
+        CROSS JOIN (VALUES (60), (3600)) AS s(size)
+        ORDER BY 1, 2
+       ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET
+         succeeded = b.succeeded + excluded.succeeded, failed = b.failed + excluded.failed, attempts = b.attempts + excluded.attempts,
+         retries = b.retries + excluded.retries, status_2xx = b.status_2xx + excluded.status_2xx, status_3xx = b.status_3xx + excluded.status_3xx,
+         status_4xx = b.status_4xx + excluded.status_4xx, status_5xx = b.status_5xx + excluded.status_5xx,
+         network = b.network + excluded.network, timeout = b.timeout + excluded.timeout,
+         latency = metrics_histogram_add(b.latency, excluded.latency)
+       RETURNING 1
      ), att AS (
        INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
        SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
@@ -104,7 +140,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
      )
      SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
-            (SELECT count(*) FROM notified) AS notified
+            (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM rollup) AS rolled
        FROM upd`,
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index

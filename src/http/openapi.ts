@@ -586,6 +586,7 @@ const TAGS: Json[] = [
   { name: 'Routing', description: 'Which destination an event goes to, and how its payload is transformed.' },
   { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
   { name: 'Schedules', description: "Recurring schedules: the cron ingest channel, each tick an event of the schedule's webhook." },
+  { name: 'Observability', description: 'Metrics and backlog of a webhook (from roll-ups), event drains and operator alerting.' },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },
   { name: 'Contacts', description: 'Contacts of the conversation part; each has one conversation.' },

@@ -27,7 +27,7 @@ export interface RestRoute {
   form?: true;
 }
 
-export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Schedules' | 'Observability' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
 
 /**
  * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
@@ -83,6 +83,10 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'PATCH', path: '/webhooks/:id/schedules/:scheduleId', field: 'Mutation.updateSchedule', operationId: 'updateSchedule', tag: 'Schedules', errors: ['tier_required'] },
   { method: 'DELETE', path: '/webhooks/:id/schedules/:scheduleId', field: 'Mutation.deleteSchedule', operationId: 'deleteSchedule', tag: 'Schedules', errors: ['tier_required'] },
   { method: 'POST', path: '/webhooks/:id/schedules/:scheduleId/trigger', field: 'Mutation.triggerSchedule', status: 202, operationId: 'triggerSchedule', tag: 'Schedules', errors: ['tier_required', 'ingest'] },
+
+  // observability (CONTRACT §9)
+  { method: 'GET', path: '/webhooks/:id/metrics', field: 'Query.webhookMetrics', operationId: 'getWebhookMetrics', tag: 'Observability' },
+  { method: 'GET', path: '/webhooks/:id/backlog', field: 'Query.webhookBacklog', operationId: 'getWebhookBacklog', tag: 'Observability' },
 
   // deliveries, replay, DLQ
   { method: 'GET', path: '/deliveries', field: 'Query.deliveries', operationId: 'listDeliveries', tag: 'Deliveries' },

@@ -60,6 +60,8 @@ export interface RetentionReport {
   rateWindowsDeleted: number;
   dedupeKeysDeleted: number;
   counterRowsFolded: number;
+  /** Metric roll-up buckets and backlog samples past history retention (src/metrics). */
+  rollupsDeleted: number;
   complete: boolean;
 }
 
@@ -82,6 +84,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'>, opts
     rateWindowsDeleted: 0,
     dedupeKeysDeleted: 0,
     counterRowsFolded: 0,
+    rollupsDeleted: 0,
     complete: true,
   };
   const lock = await rt.db.pool.connect();
@@ -197,6 +200,17 @@ async function cursorWalk(db: pg.Pool, s: PassState, report: RetentionReport, we
   return total;
 }
 
+/** A webhook's metric buckets and backlog samples older than history retention, a batch of each by primary key. */
+const DELETE_ROLLUPS = `WITH m AS (
+  DELETE FROM webhook_metric_buckets WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM webhook_metric_buckets WHERE webhook_id = $1 AND size IN (60, 3600) AND bucket_start < $2 LIMIT $3))
+  RETURNING 1
+), b AS (
+  DELETE FROM webhook_backlog_samples WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM webhook_backlog_samples WHERE webhook_id = $1 AND size IN (60, 3600) AND bucket_start < $2 LIMIT $3))
+  RETURNING 1
+) SELECT GREATEST((SELECT count(*) FROM m), (SELECT count(*) FROM b)) AS n`;
+
 interface WebhookRow {
   id: string;
   project_id: string;
@@ -229,6 +243,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: RetentionRe
         }
       }
       report.eventsDeleted += await drain(db, s, report, DELETE_EVENTS, [w.id, idBefore('evt', history)]);
+      report.rollupsDeleted += await drain(db, s, report, DELETE_ROLLUPS, [w.id, new Date(history)]);
       report.payloadsPurged += await cursorWalk(db, s, report, w.id, 'payload', idBefore('evt', payload));
       report.dispatchesPurged += await cursorWalk(db, s, report, w.id, 'dispatch', idBefore('del', payload));
       if (Date.now() > s.deadline) {
