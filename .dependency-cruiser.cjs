@@ -21,7 +21,7 @@ const PUBLIC = [
 ];
 
 // Below every domain: they import no domain and nothing of the edge.
-const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version)\\.ts$|db/|pagination/|graphql/(builder|unix-time)\\.ts$)';
+const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version|prom)\\.ts$|db/|pagination/|graphql/(builder|unix-time)\\.ts$)';
 
 module.exports = {
   forbidden: [

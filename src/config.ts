@@ -40,6 +40,10 @@ const schema = z.object({
   CURSOR_SECRET: z.string().optional(),
   /** `off`: no quota check refuses anything (single-tenant self-hosting, benchmarking); usage is still counted. */
   QUOTA_ENFORCEMENT: z.enum(['on', 'off']).default('on'),
+  /** Set: `GET /metrics` serves Prometheus text to `Authorization: Bearer <METRICS_TOKEN>` (404 otherwise). */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Worker-only processes (`npm run start:worker`) serve `/metrics` on this port (with METRICS_TOKEN). */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

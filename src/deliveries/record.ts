@@ -5,6 +5,7 @@ import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 import { sketchIndexSql } from '../metrics/sketch.ts';
+import { attemptDuration, deliveriesFinished, deliveryOutcomes } from '../prom.ts';
 
 export interface AttemptResult {
   deliveryId: string;
@@ -163,6 +164,13 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
   return results.map((r) => recorded.has(r.deliveryId));
 }
 
+/** This process's Prometheus series for a recorded attempt. */
+function countAttempt(r: AttemptResult) {
+  deliveryOutcomes.inc({ outcome: r.outcome });
+  if (r.outcome !== 'retry') deliveriesFinished.inc({ outcome: r.outcome });
+  if (r.durationMs !== null) attemptDuration.observe(r.durationMs / 1000);
+}
+
 /**
  * Text from a receiver or a network error as PostgreSQL can store it: no NUL characters (text
  * columns refuse them) and no lone surrogates (JSON escapes them, json parsing refuses them).
@@ -213,7 +221,10 @@ export class AttemptRecorder {
         for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
           try {
             const ok = await recordAttempts(this.db, batch.map((p) => p.result));
-            batch.forEach((p, i) => p.resolve(ok[i]));
+            batch.forEach((p, i) => {
+              if (ok[i]) countAttempt(p.result);
+              p.resolve(ok[i]);
+            });
             break;
           } catch (err) {
             if (isDatabaseUnavailable(err) && Date.now() - since < RECORD_RETRY_MS) {

@@ -483,6 +483,20 @@ function publicPaths(): Json {
         },
       },
     },
+    '/metrics': {
+      get: {
+        operationId: 'getPrometheusMetrics',
+        tags: ['Health'],
+        summary: "This process's Prometheus metrics",
+        description:
+          'Prometheus text exposition format (docs/observability.md names every series). Served only when the process has `METRICS_TOKEN` set, to `Authorization: Bearer <METRICS_TOKEN>` (not an API key); otherwise, or with another token, 404. Each process exposes its own; worker-only processes serve it on `METRICS_PORT`.',
+        security: [],
+        responses: {
+          '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '404': { description: 'No METRICS_TOKEN configured, or the bearer token is not it.', content: errorContent([new NotFound('metrics')]) },
+        },
+      },
+    },
   };
 }
 

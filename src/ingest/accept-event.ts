@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { InvalidState, NotFound } from '../errors.ts';
+import { DomainError, InvalidState, NotFound } from '../errors.ts';
+import { ingestEvents } from '../prom.ts';
 import { sha256Hex } from '../encryption.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
@@ -83,6 +84,17 @@ export type Admission = (target: IngestTarget) => Date | null;
  * the next in one transaction); the event then commits with it. Without, on the pool.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+  try {
+    const accepted = await acceptOnce(rt, publicId, event, admit, client);
+    ingestEvents.inc({ channel: event.channel, result: accepted.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
+    return accepted;
+  } catch (err) {
+    ingestEvents.inc({ channel: event.channel, result: 'refused', reason: err instanceof DomainError ? err.code : 'error' });
+    throw err;
+  }
+}
+
+async function acceptOnce(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
   let { target, kept } = await cache.get(rt, publicId, client);
