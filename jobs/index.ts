@@ -7,6 +7,8 @@ import { TICK_TASK } from '../src/schedules/tick.ts';
 import { RETENTION_CRONTAB, RETENTION_TASK } from '../src/retention/run.ts';
 import { BACKLOG_SAMPLE_CRONTAB, BACKLOG_SAMPLE_TASK } from '../src/metrics/backlog.ts';
 import { metricsSampleBacklog } from './metrics__sample_backlog.ts';
+import { createDrainClient, DRAIN_SEND_TASK } from '../src/drains/send.ts';
+import { drainsSend } from './drains__send.ts';
 import { deliveriesAttempt } from './deliveries__attempt.ts';
 import { replaysRun } from './replays__run.ts';
 import { schedulesTick } from './schedules__tick.ts';
@@ -26,5 +28,6 @@ export function createTaskList(rt: Runtime, engine: DeliveryEngine): TaskList {
     [TICK_TASK]: schedulesTick(rt),
     [RETENTION_TASK]: retentionRun(rt),
     [BACKLOG_SAMPLE_TASK]: metricsSampleBacklog(rt),
+    [DRAIN_SEND_TASK]: drainsSend(rt, createDrainClient(rt)),
   };
 }

@@ -44,6 +44,13 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Worker-only processes (`npm run start:worker`) serve `/metrics` on this port (with METRICS_TOKEN). */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Events an event drain's outbox keeps while its endpoint fails; past it, the oldest are dropped (and counted). */
+  DRAIN_OUTBOX_LIMIT: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
+  /** A failing drain is retried with exponential backoff from DRAIN_RETRY_BASE_MS up to DRAIN_RETRY_MAX_MS. */
+  DRAIN_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(1_000),
+  DRAIN_RETRY_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).default(300_000),
+  /** How long one drain request may take. */
+  DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

@@ -83,7 +83,8 @@ export type QuotaName =
   | 'stored_payload_bytes'
   | 'file_storage_bytes'
   | 'backlog_depth'
-  | 'replay_volume';
+  | 'replay_volume'
+  | 'event_drains';
 
 /** 429 for rates and monthly counts (they free with time), 409 for stored amounts. */
 export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
@@ -93,6 +94,7 @@ export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
   stored_payload_bytes: 409,
   file_storage_bytes: 409,
   backlog_depth: 409,
+  event_drains: 409,
 };
 
 export class QuotaExceeded extends DomainError {

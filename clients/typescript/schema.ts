@@ -618,6 +618,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/project/drains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's event drains, oldest first
+         * @description The project's event drains, oldest first (Pro and above).
+         */
+        get: operations["listDrains"];
+        put?: never;
+        /**
+         * Adds an event drain
+         * @description Adds an event drain: 1 on Pro, 3 on Business, unlimited on Enterprise; none below Pro.
+         */
+        post: operations["createDrain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/drains/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event drain
+         * @description One event drain.
+         */
+        get: operations["getDrain"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a drain and its unsent events
+         * @description Deletes a drain and its unsent events.
+         */
+        delete: operations["deleteDrain"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes a drain
+         * @description Changes a drain.
+         */
+        patch: operations["updateDrain"];
+        trace?: never;
+    };
+    "/v1/project/drains/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret; the previous one still signs (beside it) for graceSeconds
+         * @description A new signing secret; the previous one still signs (beside it) for graceSeconds (default 86400).
+         */
+        post: operations["rotateDrainSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -1195,6 +1267,30 @@ export interface components {
             /** @description The plaintext key. Shown only once. */
             key: string;
         };
+        /** @description A new drain, with its signing secret (shown only here). */
+        CreatedEventDrain: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: int32
+             * @description Events dropped because the outbox was over its bound (oldest first).
+             */
+            droppedCount: number;
+            enabled: boolean;
+            /** @description Kinds it receives: delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+            events: string[];
+            id: string;
+            /** @description The last failed send, until one succeeds. */
+            lastError?: string | null;
+            /** Format: date-time */
+            lastSentAt?: string | null;
+            name: string;
+            signingSecret: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Receives `POST {"events": [...]}`, Standard-Webhooks-signed. */
+            url: string;
+        };
         /** @description A webhook just created: the only answer that shows both secrets. */
         CreatedWebhook: {
             /** Format: date-time */
@@ -1348,6 +1444,45 @@ export interface components {
             /** Format: date-time */
             redrivenAt?: string | null;
             webhookId: string;
+        };
+        /** @description An event drain: the project's state changes, streamed in signed batches. */
+        EventDrain: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: int32
+             * @description Events dropped because the outbox was over its bound (oldest first).
+             */
+            droppedCount: number;
+            enabled: boolean;
+            /** @description Kinds it receives: delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+            events: string[];
+            id: string;
+            /** @description The last failed send, until one succeeds. */
+            lastError?: string | null;
+            /** Format: date-time */
+            lastSentAt?: string | null;
+            name: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Receives `POST {"events": [...]}`, Standard-Webhooks-signed. */
+            url: string;
+        };
+        EventDrainDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        EventDrainPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["EventDrain"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        EventDrainSecret: {
+            id: string;
+            /** @description The new secret, shown only here. */
+            signingSecret: string;
         };
         IngestSecretRotation: {
             /** Format: date-time */
@@ -1963,6 +2098,7 @@ export interface components {
              * @example stored_payload_bytes
              * @example file_storage_bytes
              * @example backlog_depth
+             * @example event_drains
              */
             quota?: string;
             /**
@@ -4018,6 +4154,271 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDrains: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrainPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Default true. */
+                    enabled?: boolean | null;
+                    /** @description Kinds to receive (default all): delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+                    events?: string[] | null;
+                    name?: string | null;
+                    /** @description http or https URL (required on create). */
+                    url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedEventDrain"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            /** @description `quota_exceeded` (`event_drains`): the tier allows no more drains (1 on Pro, 3 on Business). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrain"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrainDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Default true. */
+                    enabled?: boolean | null;
+                    /** @description Kinds to receive (default all): delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+                    events?: string[] | null;
+                    name?: string | null;
+                    /** @description http or https URL (required on create). */
+                    url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrain"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateDrainSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** Format: int32 */
+                    graceSeconds?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrainSecret"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -82,7 +82,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
               dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers)
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.status, d.next_attempt_at, d.created_at
+        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at
      ), m AS (
        -- The roll-up (metrics/sketch.ts, webhook_metric_buckets): per recorded attempt, its
        -- outcome, status-code class and, for a success, the ingest-to-success latency's index.
@@ -115,6 +115,18 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
          network = b.network + excluded.network, timeout = b.timeout + excluded.timeout,
          latency = metrics_histogram_add(b.latency, excluded.latency)
        RETURNING 1
+     ), drain_events AS (
+       -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
+       -- only for projects that have an enabled drain.
+       SELECT drain_emit(upd.project_id, upd.webhook_id, k.kind, jsonb_build_object(
+                'deliveryId', upd.id, 'eventId', upd.event_id, 'status', upd.status, 'attempt', r.attempt, 'statusCode', r.status_code,
+                'durationMs', r.duration_ms, 'error', r.error, 'nextAttemptAt', upd.next_attempt_at))
+         FROM upd JOIN r ON r.id = upd.id
+        CROSS JOIN LATERAL (VALUES (1, 'attempt.finished'),
+                                   (2, CASE upd.status WHEN 'succeeded' THEN 'delivery.succeeded' WHEN 'failed' THEN 'delivery.failed' ELSE 'delivery.retrying' END),
+                                   (3, CASE WHEN upd.status = 'failed' THEN 'dlq.added' END)) AS k(n, kind)
+        WHERE k.kind IS NOT NULL AND EXISTS (SELECT 1 FROM event_drains dr WHERE dr.project_id = upd.project_id AND dr.enabled)
+        ORDER BY upd.id, k.n
      ), att AS (
        INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
        SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
@@ -141,7 +153,8 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
      )
      SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
-            (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM rollup) AS rolled
+            (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM rollup) AS rolled,
+            (SELECT count(*) FROM drain_events) AS drained
        FROM upd`,
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index

@@ -10,6 +10,7 @@ import '../schedules/graphql.ts';
 import '../webhooks/graphql.ts';
 import '../providers/graphql.ts';
 import '../metrics/graphql.ts';
+import '../drains/graphql.ts';
 
 const built = builder.toSchema().toConfig();
 // Root types are declared once in the builder; a root type no domain has filled yet is left out.

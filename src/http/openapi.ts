@@ -264,6 +264,10 @@ function conflict(route: RestRoute): Json | undefined {
     cases.push(replayQuota('backlog_depth'));
     said.push('`quota_exceeded` (`backlog_depth`): too many deliveries are pending');
   }
+  if (errors.includes('drain_quota')) {
+    cases.push(new QuotaExceeded({ quota: 'event_drains', scope: 'project', limit: 1, current: 1, delta: 1 }));
+    said.push('`quota_exceeded` (`event_drains`): the tier allows no more drains (1 on Pro, 3 on Business)');
+  }
   if (errors.includes('ingest')) {
     cases.push(new WebhookPaused(), replayQuota('backlog_depth'), replayQuota('stored_payload_bytes'));
     said.push('`webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit');

@@ -36,7 +36,7 @@ export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Pro
  * answers (409 `webhook_paused`, the ingest quotas but the rate: 429 `monthly_deliveries`, 409
  * `backlog_depth` and `stored_payload_bytes`).
  */
-export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest';
+export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest' | 'drain_quota';
 
 export const REST_ROUTES: RestRoute[] = [
   // projects
@@ -87,6 +87,12 @@ export const REST_ROUTES: RestRoute[] = [
   // observability (CONTRACT §9)
   { method: 'GET', path: '/webhooks/:id/metrics', field: 'Query.webhookMetrics', operationId: 'getWebhookMetrics', tag: 'Observability' },
   { method: 'GET', path: '/webhooks/:id/backlog', field: 'Query.webhookBacklog', operationId: 'getWebhookBacklog', tag: 'Observability' },
+  { method: 'GET', path: '/project/drains', field: 'Query.drains', operationId: 'listDrains', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'POST', path: '/project/drains', field: 'Mutation.createDrain', status: 201, operationId: 'createDrain', tag: 'Observability', errors: ['tier_required', 'drain_quota'] },
+  { method: 'GET', path: '/project/drains/:id', field: 'Query.drain', operationId: 'getDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/project/drains/:id', field: 'Mutation.updateDrain', operationId: 'updateDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'DELETE', path: '/project/drains/:id', field: 'Mutation.deleteDrain', operationId: 'deleteDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'POST', path: '/project/drains/:id/rotate-secret', field: 'Mutation.rotateDrainSecret', operationId: 'rotateDrainSecret', tag: 'Observability', errors: ['tier_required'] },
 
   // deliveries, replay, DLQ
   { method: 'GET', path: '/deliveries', field: 'Query.deliveries', operationId: 'listDeliveries', tag: 'Deliveries' },
