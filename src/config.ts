@@ -51,6 +51,13 @@ const schema = z.object({
   DRAIN_RETRY_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).default(300_000),
   /** How long one drain request may take. */
   DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** How often alert rules are evaluated (at most every 30 s by default). */
+  ALERT_EVAL_INTERVAL_MS: z.coerce.number().int().min(100).max(30_000).default(30_000),
+  /** SMTP server for email alert channels, e.g. smtp://user:pass@mail.example.com:587 (unset: email channels fail, recorded). */
+  ALERT_SMTP_URL: z.string().url().optional(),
+  ALERT_EMAIL_FROM: z.string().default('alerts@relay.localhost'),
+  /** Tries per alert webhook channel (with backoff from 500 ms). */
+  ALERT_WEBHOOK_TRIES: z.coerce.number().int().min(1).max(10).default(3),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

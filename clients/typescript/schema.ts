@@ -670,6 +670,78 @@ export interface paths {
         patch: operations["updateDrain"];
         trace?: never;
     };
+    "/v1/project/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's alert rules, oldest first
+         * @description The project's alert rules, oldest first (Pro and above).
+         */
+        get: operations["listAlertRules"];
+        put?: never;
+        /**
+         * Adds an alert rule
+         * @description Adds an alert rule (Pro and above).
+         */
+        post: operations["createAlertRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/alert-rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One alert rule
+         * @description One alert rule.
+         */
+        get: operations["getAlertRule"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an alert rule
+         * @description Deletes an alert rule (its dispatch history stays).
+         */
+        delete: operations["deleteAlertRule"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes an alert rule
+         * @description Changes an alert rule.
+         */
+        patch: operations["updateAlertRule"];
+        trace?: never;
+    };
+    "/v1/project/alert-dispatches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Firings and resolutions, newest first
+         * @description Firings and resolutions, newest first (Pro and above).
+         */
+        get: operations["listAlertDispatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/project/drains/{id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -1176,6 +1248,74 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        AlertCondition: {
+            /** Format: float */
+            threshold: number;
+            /** @description failure_rate, consecutive_failures, dlq_added or backlog_depth. */
+            type: string;
+            /**
+             * Format: int32
+             * @description Look-back of failure_rate and dlq_added (60..86400).
+             */
+            windowSeconds: number;
+        };
+        /** @description One firing or resolution of a rule, with what each channel answered. */
+        AlertDispatch: {
+            /** @description [{type, target, status: "sent"|"failed"|"pending", error}] */
+            channels: unknown;
+            /** Format: date-time */
+            createdAt: string;
+            id: string;
+            ruleId: string;
+            /** @description firing or resolved. */
+            state: string;
+            /** Format: float */
+            value: number;
+        };
+        /** @description One page of a cursor list. */
+        AlertDispatchPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["AlertDispatch"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        /** @description An operator alert rule. */
+        AlertRule: {
+            /** @description [{type: "webhook", url} | {type: "email", to}] */
+            channels: unknown;
+            condition: components["schemas"]["AlertCondition"];
+            /** Format: int32 */
+            cooldownSeconds: number;
+            /** Format: date-time */
+            createdAt: string;
+            enabled: boolean;
+            id: string;
+            /** Format: date-time */
+            lastFiredAt?: string | null;
+            /**
+             * Format: float
+             * @description The condition's value at the last evaluation.
+             */
+            lastValue?: number | null;
+            name: string;
+            /** @description ok or firing. */
+            state: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description null: every webhook of the project. */
+            webhookId?: string | null;
+        };
+        AlertRuleDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        AlertRulePage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["AlertRule"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
         ApiKey: {
             /** Format: date-time */
             createdAt: string;
@@ -1261,6 +1401,33 @@ export interface components {
         ContactList: {
             data: components["schemas"]["Contact"][];
             has_more: boolean;
+        };
+        /** @description A new alert rule, with the secret its webhook channels are signed with (shown only here). */
+        CreatedAlertRule: {
+            /** @description [{type: "webhook", url} | {type: "email", to}] */
+            channels: unknown;
+            condition: components["schemas"]["AlertCondition"];
+            /** Format: int32 */
+            cooldownSeconds: number;
+            /** Format: date-time */
+            createdAt: string;
+            enabled: boolean;
+            id: string;
+            /** Format: date-time */
+            lastFiredAt?: string | null;
+            /**
+             * Format: float
+             * @description The condition's value at the last evaluation.
+             */
+            lastValue?: number | null;
+            name: string;
+            signingSecret: string;
+            /** @description ok or firing. */
+            state: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description null: every webhook of the project. */
+            webhookId?: string | null;
         };
         CreatedApiKey: {
             apiKey: components["schemas"]["ApiKey"];
@@ -4373,6 +4540,269 @@ export interface operations {
             403: components["responses"]["TierRequired"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAlertRules: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRulePage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description [{type: "webhook", url} | {type: "email", to}] (required on create). */
+                    channels?: unknown;
+                    /** @description {type, threshold, windowSeconds (default 300)} (required on create). */
+                    condition?: unknown;
+                    /**
+                     * Format: int32
+                     * @description Default 3600.
+                     */
+                    cooldownSeconds?: number | null;
+                    enabled?: boolean | null;
+                    name?: string | null;
+                    /** @description A webhook, or null for every webhook (default). */
+                    webhookId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedAlertRule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description [{type: "webhook", url} | {type: "email", to}] (required on create). */
+                    channels?: unknown;
+                    /** @description {type, threshold, windowSeconds (default 300)} (required on create). */
+                    condition?: unknown;
+                    /**
+                     * Format: int32
+                     * @description Default 3600.
+                     */
+                    cooldownSeconds?: number | null;
+                    enabled?: boolean | null;
+                    name?: string | null;
+                    /** @description A webhook, or null for every webhook (default). */
+                    webhookId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAlertDispatches: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+                ruleId?: string;
+                /** @description firing or resolved. */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertDispatchPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

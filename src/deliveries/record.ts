@@ -115,6 +115,15 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
          network = b.network + excluded.network, timeout = b.timeout + excluded.timeout,
          latency = metrics_histogram_add(b.latency, excluded.latency)
        RETURNING 1
+     ), streak AS (
+       -- Failed attempts in a row per webhook (consecutive_failures alerts): a batch with a success
+       -- resets it (written as -1, read as 0), else its failures add up.
+       INSERT INTO webhook_failure_streaks AS s (webhook_id, project_id, streak, updated_at)
+       SELECT webhook_id, min(project_id), CASE WHEN bool_or(outcome = 'succeeded') THEN -1 ELSE count(*) END, now()
+         FROM m GROUP BY webhook_id ORDER BY webhook_id
+       ON CONFLICT (webhook_id) DO UPDATE SET updated_at = now(),
+         streak = CASE WHEN excluded.streak < 0 THEN 0 ELSE GREATEST(s.streak, 0) + excluded.streak END
+       RETURNING 1
      ), drain_events AS (
        -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
        -- only for projects that have an enabled drain.
@@ -154,7 +163,8 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
      )
      SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM rollup) AS rolled,
-            (SELECT count(*) FROM drain_events) AS drained
+            (SELECT count(*) FROM drain_events) AS drained,
+            (SELECT count(*) FROM streak) AS streaks
        FROM upd`,
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index

@@ -92,6 +92,12 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'GET', path: '/project/drains/:id', field: 'Query.drain', operationId: 'getDrain', tag: 'Observability', errors: ['tier_required'] },
   { method: 'PATCH', path: '/project/drains/:id', field: 'Mutation.updateDrain', operationId: 'updateDrain', tag: 'Observability', errors: ['tier_required'] },
   { method: 'DELETE', path: '/project/drains/:id', field: 'Mutation.deleteDrain', operationId: 'deleteDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/alert-rules', field: 'Query.alertRules', operationId: 'listAlertRules', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'POST', path: '/project/alert-rules', field: 'Mutation.createAlertRule', status: 201, operationId: 'createAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/alert-rules/:id', field: 'Query.alertRule', operationId: 'getAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/project/alert-rules/:id', field: 'Mutation.updateAlertRule', operationId: 'updateAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'DELETE', path: '/project/alert-rules/:id', field: 'Mutation.deleteAlertRule', operationId: 'deleteAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/alert-dispatches', field: 'Query.alertDispatches', operationId: 'listAlertDispatches', tag: 'Observability', errors: ['tier_required'] },
   { method: 'POST', path: '/project/drains/:id/rotate-secret', field: 'Mutation.rotateDrainSecret', operationId: 'rotateDrainSecret', tag: 'Observability', errors: ['tier_required'] },
 
   // deliveries, replay, DLQ
