@@ -30,7 +30,7 @@ export interface DeliveryEngine {
 
 export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
-  return { rt, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+  return { rt, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rt.config.METRICS_ROLLUPS === 'on'), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */

@@ -26,50 +26,8 @@ export interface AttemptResult {
   dispatch?: { body: Buffer | null; contentType: string | null; headers: Record<string, string> } | null;
 }
 
-/**
- * Records attempts and moves their deliveries on, in one statement for the whole batch: the
- * attempt rows, the deliveries' new states, their next jobs (retry) or DLQ entries (failure),
- * each finished FIFO head's successor's job, and the change notifications. Each row is guarded
- * by status = 'delivering' and its attempt number, so a stale runner changes nothing.
- * Returns, per result, whether its guard held.
- */
-export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<boolean[]> {
-  if (results.length === 0) return [];
-  // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
-  // instead of pg's per-element escaping of a dozen text arrays.
-  const batch = results.map((r) => {
-    const status = r.outcome === 'succeeded' ? 'succeeded' : r.outcome === 'retry' ? 'retrying' : 'failed';
-    const terminal = status !== 'retrying';
-    const nextAt = r.outcome === 'retry' ? (r.nextAttemptAt ?? null) : null;
-    const error = storableText(r.error);
-    const lastAttempt = { statusCode: r.statusCode, durationMs: r.durationMs, error, at: r.startedAt.toISOString() };
-    return {
-      id: r.deliveryId,
-      attempt: r.attempt,
-      status,
-      next_at: nextAt,
-      last_attempt: lastAttempt,
-      terminal,
-      att_id: newId('att'),
-      started_at: r.startedAt,
-      duration_ms: r.durationMs,
-      status_code: r.statusCode,
-      error,
-      snippet: storableText(r.responseSnippet),
-      dispatch_body: r.dispatch?.body ? r.dispatch.body.toString('base64') : null,
-      dispatch_content_type: r.dispatch?.contentType ?? null,
-      dispatch_headers: r.dispatch ? r.dispatch.headers : null,
-      outcome: r.outcome,
-      fk: r.failure ?? null,
-      dlq_id: newId('dlq'),
-      notification: deliveryNotification(
-        deliveryView({ ...r.delivery, status, next_attempt_at: nextAt, last_attempt: lastAttempt, completed_at: terminal ? new Date() : null }),
-      ),
-    };
-  });
-  const { rows } = await db.query({
-    name: 'record_attempts',
-    text: `WITH r AS (
+/** The record statement (see recordAttempts). */
+const RECORD_SQL = `WITH r AS (
        SELECT * FROM json_to_recordset($1::json)
          AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
               duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
@@ -165,7 +123,119 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
             (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM rollup) AS rolled,
             (SELECT count(*) FROM drain_events) AS drained,
             (SELECT count(*) FROM streak) AS streaks
-       FROM upd`,
+       FROM upd`;
+
+/** The same without the metrics roll-ups and failure streaks (METRICS_ROLLUPS=off, for benchmarking their cost). */
+const RECORD_SQL_NO_ROLLUPS = `WITH r AS (
+       SELECT * FROM json_to_recordset($1::json)
+         AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
+              duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
+              dispatch_headers jsonb, outcome text, fk text, dlq_id text, notification text)
+     ), upd AS (
+       UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
+              completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
+              dispatch_body = COALESCE(decode(r.dispatch_body, 'base64'), d.dispatch_body),
+              dispatch_content_type = COALESCE(r.dispatch_content_type, d.dispatch_content_type),
+              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers)
+         FROM r
+        WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
+        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at
+     ), m AS (
+       -- The roll-up (metrics/sketch.ts, webhook_metric_buckets): per recorded attempt, its
+       -- outcome, status-code class and, for a success, the ingest-to-success latency's index.
+       SELECT upd.webhook_id, upd.project_id, upd.status, r.outcome,
+              CASE WHEN r.status_code IS NOT NULL THEN (r.status_code / 100)::text || 'xx'
+                   WHEN r.fk = 'timeout' THEN 'timeout' WHEN r.fk IS NOT NULL THEN 'network' END AS class,
+              CASE WHEN upd.status = 'succeeded' THEN ${sketchIndexSql('(extract(epoch FROM now() - upd.created_at) * 1000)::float8')} END AS lat
+         FROM upd JOIN r ON r.id = upd.id
+     ), m_lat AS (
+       SELECT webhook_id, jsonb_object_agg(lat, n) AS latency
+         FROM (SELECT webhook_id, lat, count(*) AS n FROM m WHERE lat IS NOT NULL GROUP BY 1, 2) x GROUP BY 1
+     ), drain_events AS (
+       -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
+       -- only for projects that have an enabled drain.
+       SELECT drain_emit(upd.project_id, upd.webhook_id, k.kind, jsonb_build_object(
+                'deliveryId', upd.id, 'eventId', upd.event_id, 'status', upd.status, 'attempt', r.attempt, 'statusCode', r.status_code,
+                'durationMs', r.duration_ms, 'error', r.error, 'nextAttemptAt', upd.next_attempt_at))
+         FROM upd JOIN r ON r.id = upd.id
+        CROSS JOIN LATERAL (VALUES (1, 'attempt.finished'),
+                                   (2, CASE upd.status WHEN 'succeeded' THEN 'delivery.succeeded' WHEN 'failed' THEN 'delivery.failed' ELSE 'delivery.retrying' END),
+                                   (3, CASE WHEN upd.status = 'failed' THEN 'dlq.added' END)) AS k(n, kind)
+        WHERE k.kind IS NOT NULL AND EXISTS (SELECT 1 FROM event_drains dr WHERE dr.project_id = upd.project_id AND dr.enabled)
+        ORDER BY upd.id, k.n
+     ), att AS (
+       INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
+       SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
+         FROM upd JOIN r ON r.id = upd.id
+       ON CONFLICT (delivery_id, number) DO NOTHING
+     ), dlq AS (
+       INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason)
+       SELECT r.dlq_id, upd.project_id, upd.webhook_id, upd.id, COALESCE(r.error, 'HTTP ' || r.status_code::text)
+         FROM upd JOIN r ON r.id = upd.id WHERE upd.status = 'failed'
+       ON CONFLICT (delivery_id) DO NOTHING
+     ), retry_job AS (
+       SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', 'next_attempt_at')}
+         FROM upd WHERE upd.status = 'retrying'
+     ), next_head AS (
+       SELECT ${addAttemptJobSql('$2', 'n.id', 'upd.webhook_id')}
+         FROM upd
+         JOIN webhooks w ON w.id = upd.webhook_id AND w.delivery_mode = 'strict_fifo' AND w.status = 'active'
+         CROSS JOIN LATERAL (
+           SELECT x.id FROM deliveries x
+            WHERE x.webhook_id = upd.webhook_id AND x.status IN ('queued','scheduled','retrying') AND x.id <> upd.id
+            ORDER BY x.seq LIMIT 1) n
+        WHERE upd.status <> 'retrying'
+     ), notified AS (
+       SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
+     )
+     SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
+            (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM drain_events) AS drained
+       FROM upd`;
+
+/**
+ * Records attempts and moves their deliveries on, in one statement for the whole batch: the
+ * attempt rows, the deliveries' new states, their next jobs (retry) or DLQ entries (failure),
+ * each finished FIFO head's successor's job, and the change notifications. Each row is guarded
+ * by status = 'delivering' and its attempt number, so a stale runner changes nothing.
+ * Returns, per result, whether its guard held.
+ */
+export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[], rollups = true): Promise<boolean[]> {
+  if (results.length === 0) return [];
+  // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
+  // instead of pg's per-element escaping of a dozen text arrays.
+  const batch = results.map((r) => {
+    const status = r.outcome === 'succeeded' ? 'succeeded' : r.outcome === 'retry' ? 'retrying' : 'failed';
+    const terminal = status !== 'retrying';
+    const nextAt = r.outcome === 'retry' ? (r.nextAttemptAt ?? null) : null;
+    const error = storableText(r.error);
+    const lastAttempt = { statusCode: r.statusCode, durationMs: r.durationMs, error, at: r.startedAt.toISOString() };
+    return {
+      id: r.deliveryId,
+      attempt: r.attempt,
+      status,
+      next_at: nextAt,
+      last_attempt: lastAttempt,
+      terminal,
+      att_id: newId('att'),
+      started_at: r.startedAt,
+      duration_ms: r.durationMs,
+      status_code: r.statusCode,
+      error,
+      snippet: storableText(r.responseSnippet),
+      dispatch_body: r.dispatch?.body ? r.dispatch.body.toString('base64') : null,
+      dispatch_content_type: r.dispatch?.contentType ?? null,
+      dispatch_headers: r.dispatch ? r.dispatch.headers : null,
+      outcome: r.outcome,
+      fk: r.failure ?? null,
+      dlq_id: newId('dlq'),
+      notification: deliveryNotification(
+        deliveryView({ ...r.delivery, status, next_attempt_at: nextAt, last_attempt: lastAttempt, completed_at: terminal ? new Date() : null }),
+      ),
+    };
+  });
+  const { rows } = await db.query({
+    name: rollups ? 'record_attempts' : 'record_attempts_no_rollups',
+    text: rollups ? RECORD_SQL : RECORD_SQL_NO_ROLLUPS,
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index
     // (which statistics taken while nothing was in flight make look cheap).
@@ -224,6 +294,8 @@ export class AttemptRecorder {
   constructor(
     private readonly db: pg.Pool,
     private readonly maxBatch = 200,
+    /** Write the metrics roll-ups with the results (METRICS_ROLLUPS, default on). */
+    private readonly rollups = true,
   ) {}
 
   record(result: AttemptResult): Promise<boolean> {
@@ -243,7 +315,7 @@ export class AttemptRecorder {
         // leases ran out. A result written after its lease was taken over is refused by the guard.
         for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
           try {
-            const ok = await recordAttempts(this.db, batch.map((p) => p.result));
+            const ok = await recordAttempts(this.db, batch.map((p) => p.result), this.rollups);
             batch.forEach((p, i) => {
               if (ok[i]) countAttempt(p.result);
               p.resolve(ok[i]);
