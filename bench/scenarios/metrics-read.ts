@@ -18,6 +18,30 @@ async function seed(databaseUrl: string, projectId: string, webhookId: string, l
   await db.connect();
   try {
     const started = Date.now();
+    // The roll-ups of that traffic (~23 deliveries a minute).
+    for (const size of [60, 3600]) {
+      await db.query(
+        `INSERT INTO webhook_metric_buckets (webhook_id, size, bucket_start, shard, project_id, ingested)
+         SELECT $1::text, $3::int, metrics_bucket(t, $3::int), s, $2::text, (($4::float8 / ($5::int * 86400 / $3::int)) / 8)::bigint + 1
+           FROM generate_series(now() - make_interval(days => $5::int), now(), make_interval(secs => $3::int)) t CROSS JOIN generate_series(0, 7) s
+         ON CONFLICT DO NOTHING`,
+        [webhookId, projectId, size, DELIVERIES, DAYS],
+      );
+      await db.query(
+        `INSERT INTO webhook_metric_buckets (webhook_id, size, bucket_start, shard, project_id, succeeded, failed, attempts, retries, status_2xx, status_5xx, latency)
+         SELECT $1::text, $3::int, metrics_bucket(t, $3::int), 8, $2::text, n * 97 / 100, n * 3 / 100, n * 105 / 100, n * 5 / 100, n * 97 / 100, n * 8 / 100,
+                (SELECT jsonb_object_agg((230 + i)::text, 1 + (n / 20)) FROM generate_series(0, 19) i)
+           FROM (SELECT t, ($4::bigint / ($5::int * 86400 / $3::int))::bigint + 1 AS n FROM generate_series(now() - make_interval(days => $5::int), now(), make_interval(secs => $3::int)) t) x
+         ON CONFLICT DO NOTHING`,
+        [webhookId, projectId, size, DELIVERIES, DAYS],
+      );
+      await db.query(
+        `INSERT INTO webhook_backlog_samples (webhook_id, size, bucket_start, project_id, depth)
+         SELECT $1::text, $3::int, metrics_bucket(t, $3::int), $2::text, (random() * 100)::int + 1 FROM generate_series(now() - make_interval(days => $4::int), now(), make_interval(secs => $3::int)) t
+         ON CONFLICT DO NOTHING`,
+        [webhookId, projectId, size, DAYS],
+      );
+    }
     for (let from = 0; from < DELIVERIES; from += 100_000) {
       await db.query(
         `WITH e AS (
@@ -31,30 +55,6 @@ async function seed(databaseUrl: string, projectId: string, webhookId: string, l
         [projectId, webhookId, from, DELIVERIES, DAYS],
       );
       log(`seeded ${from + 100_000} deliveries`);
-    }
-    // The roll-ups of that traffic (~23 deliveries a minute).
-    for (const size of [60, 3600]) {
-      await db.query(
-        `INSERT INTO webhook_metric_buckets (webhook_id, size, bucket_start, shard, project_id, ingested)
-         SELECT $1, $3, metrics_bucket(t, $3), s, $2, (($4::float8 / ($5 * 86400 / $3)) / 8)::bigint + 1
-           FROM generate_series(now() - make_interval(days => $5), now(), make_interval(secs => $3)) t CROSS JOIN generate_series(0, 7) s
-         ON CONFLICT DO NOTHING`,
-        [webhookId, projectId, size, DELIVERIES, DAYS],
-      );
-      await db.query(
-        `INSERT INTO webhook_metric_buckets (webhook_id, size, bucket_start, shard, project_id, succeeded, failed, attempts, retries, status_2xx, status_5xx, latency)
-         SELECT $1, $3, metrics_bucket(t, $3), 8, $2, n * 97 / 100, n * 3 / 100, n * 105 / 100, n * 5 / 100, n * 97 / 100, n * 8 / 100,
-                (SELECT jsonb_object_agg((230 + i)::text, 1 + (n / 20)) FROM generate_series(0, 19) i)
-           FROM (SELECT t, ($4::bigint / ($5 * 86400 / $3))::bigint + 1 AS n FROM generate_series(now() - make_interval(days => $5), now(), make_interval(secs => $3)) t) x
-         ON CONFLICT DO NOTHING`,
-        [webhookId, projectId, size, DELIVERIES, DAYS],
-      );
-      await db.query(
-        `INSERT INTO webhook_backlog_samples (webhook_id, size, bucket_start, project_id, depth)
-         SELECT $1, $3, metrics_bucket(t, $3), $2, (random() * 100)::int + 1 FROM generate_series(now() - make_interval(days => $4), now(), make_interval(secs => $3)) t
-         ON CONFLICT DO NOTHING`,
-        [webhookId, projectId, size, DAYS],
-      );
     }
     await db.query('ANALYZE events; ANALYZE deliveries; ANALYZE webhook_metric_buckets; ANALYZE webhook_backlog_samples');
     const { rows } = await db.query(`SELECT (SELECT count(*) FROM deliveries WHERE webhook_id = $1) AS d, (SELECT count(*) FROM webhook_metric_buckets WHERE webhook_id = $1) AS b`, [webhookId]);

@@ -12,7 +12,7 @@ import type { Scenario, ScenarioContext } from '../scenario.ts';
 import { createBenchProject, startService, startWorker } from '../service.ts';
 
 const BURST = 5_000;
-const ROUNDS = 6;
+const ROUNDS = 10;
 const ON = 'metrics-rollup-cost: roll-ups on';
 const OFF = 'metrics-rollup-cost: roll-ups off';
 
