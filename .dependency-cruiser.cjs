@@ -17,7 +17,7 @@ const PUBLIC = [
   '^src/ingest/cron-ingest\\.ts$',
   '^src/schedules/(service|tick|graphql)\\.ts$',
   '^src/retention/run\\.ts$',
-  '^src/metrics/(service|sketch|backlog|graphql)\\.ts$',
+  '^src/metrics/(service|sketch|backlog|graphql|rollup)\\.ts$',
   '^src/drains/(service|send|graphql)\\.ts$',
   '^src/alerts/(rules|evaluate|graphql)\\.ts$',
 ];

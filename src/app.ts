@@ -156,6 +156,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         unwatch();
         sweeper?.stop();
         await runner?.stop();
+        await engine?.rollups?.stop();
         await engine?.senders.close();
         await pubsub.close();
         await workerUtils.release();

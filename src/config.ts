@@ -40,7 +40,7 @@ const schema = z.object({
   CURSOR_SECRET: z.string().optional(),
   /** `off`: no quota check refuses anything (single-tenant self-hosting, benchmarking); usage is still counted. */
   QUOTA_ENFORCEMENT: z.enum(['on', 'off']).default('on'),
-  /** `off`: delivery results write no metrics roll-ups (benchmarking their cost; the metrics and alerts then miss them). */
+  /** `off`: job runners write no metrics roll-ups of results (benchmarking their cost; the metrics and alerts then miss them). */
   METRICS_ROLLUPS: z.enum(['on', 'off']).default('on'),
   /** Set: `GET /metrics` serves Prometheus text to `Authorization: Bearer <METRICS_TOKEN>` (404 otherwise). */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -60,11 +60,16 @@ async function dispatches(apiKey: string, ruleId: string) {
   return (res.body.items as any[]).reverse();
 }
 
+/** Waits until the webhook's n deliveries finished and their attempts reached the roll-ups (written once a second). */
 async function finished(apiKey: string, webhookId: string, n: number) {
   await waitFor(async () => {
     const items = (await app.api(apiKey, 'GET', `/v1/webhooks/${webhookId}/deliveries?limit=100`)).body.items;
     return items.length === n && items.every((d: any) => d.status === 'succeeded' || d.status === 'failed');
   }, 15_000);
+  await waitFor(async () => {
+    const { rows } = await app.rt.db.pool.query('SELECT coalesce(sum(attempts), 0)::int AS n FROM webhook_metric_buckets WHERE webhook_id = $1 AND size = 60', [webhookId]);
+    return rows[0].n >= n;
+  }, 10_000);
 }
 
 const send = async (wh: { publicId: string; ingestSecret: string }, n = 1) => {

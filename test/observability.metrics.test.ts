@@ -46,7 +46,11 @@ describe('metrics and backlog', () => {
       return body.items.length === 8 && body.items.every((d: any) => d.status === 'succeeded' || d.status === 'failed') ? body.items : null;
     }, 20_000);
 
-    const res = await app.api(apiKey, 'GET', `/v1/webhooks/${wh.id}/metrics?window=1h`);
+    // Results reach the roll-ups within a second (each runner writes them once a second).
+    const res = (await waitFor(async () => {
+      const r = await app.api(apiKey, 'GET', `/v1/webhooks/${wh.id}/metrics?window=1h`);
+      return r.status !== 200 || r.body.totals.attempts >= 12 ? r : null;
+    }, 10_000))!;
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const m = res.body;
     expect(m).toMatchObject({
@@ -68,7 +72,7 @@ describe('metrics and backlog', () => {
     const exact = deliveries.filter((d: any) => d.status === 'succeeded').map((d: any) => Date.parse(d.completedAt) - Date.parse(d.createdAt)).sort((a: number, b: number) => a - b);
     for (const [q, key] of [[0.5, 'p50'], [0.95, 'p95'], [0.99, 'p99']] as const) {
       const want = exact[Math.floor(q * (exact.length - 1))];
-      expect(Math.abs(m.latencyMs[key] - want), `${key}: ${m.latencyMs[key]} vs ${want}`).toBeLessThanOrEqual(want * SKETCH_RELATIVE_ERROR + 2);
+      expect(Math.abs(m.latencyMs[key] - want), `${key}: ${m.latencyMs[key]} vs ${want}`).toBeLessThanOrEqual(want * SKETCH_RELATIVE_ERROR + 5);
     }
 
     // Every window: its bucket size and series length; the default is 24h.

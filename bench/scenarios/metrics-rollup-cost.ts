@@ -43,7 +43,7 @@ const metricsRollupCost: Scenario = {
   description:
     `What the per-webhook metrics roll-ups cost delivery: the engine-alone drain of delivery-e2e (${BURST.toLocaleString('en')} 1 KB events ingested while no job runner runs, ` +
     `then one job runner drains them to a loopback receiver; deliveries/s from the first receipt to the last), with runners identical but for METRICS_ROLLUPS ` +
-    `(on: every batch of results also upserts its webhook's 60 s and 3600 s buckets, latency sketch and failure streak; off: not). ${ROUNDS} rounds alternated on/off, off/on, …; medians. ` +
+    `(on: the runner gathers each recorded result into its webhook's 60 s and 3600 s buckets, latency sketch and failure streak, written once a second; off: not). ${ROUNDS} rounds alternated on/off, off/on, …; medians. ` +
     `cost = 1 − on/off.`,
   timeoutMs: 25 * 60_000,
   async run(ctx) {

@@ -7,6 +7,7 @@ import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import { sendAlert, type AlertMessage } from './channels.ts';
 import type { AlertChannel, ConditionType } from './rules.ts';
+import { STREAK_SQL } from '../metrics/rollup.ts';
 
 export const ALERTS_TASK = 'alerts__evaluate';
 /**
@@ -60,8 +61,8 @@ async function measure(db: pg.Pool, r: RuleRow): Promise<{ value: number; holds:
     }
     case 'consecutive_failures': {
       const { rows } = await db.query<{ webhook_id: string; streak: number }>(
-        `SELECT webhook_id, GREATEST(streak, 0) AS streak FROM webhook_failure_streaks
-          WHERE project_id = $1 AND ($2::text IS NULL OR webhook_id = $2) ORDER BY streak DESC LIMIT 1`,
+        `SELECT webhook_id, ${STREAK_SQL('streak')} AS streak FROM webhook_failure_streaks
+          WHERE project_id = $1 AND ($2::text IS NULL OR webhook_id = $2) ORDER BY 2 DESC LIMIT 1`,
         scope,
       );
       const value = rows[0]?.streak ?? 0;

@@ -4,7 +4,7 @@ import { newId } from '../ids.ts';
 import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
-import { sketchIndexSql } from '../metrics/sketch.ts';
+import type { RollupWriter } from '../metrics/rollup.ts';
 import { attemptDuration, deliveriesFinished, deliveryOutcomes } from '../prom.ts';
 
 export interface AttemptResult {
@@ -41,47 +41,6 @@ const RECORD_SQL = `WITH r AS (
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
         RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at
-     ), m AS (
-       -- The roll-up (metrics/sketch.ts, webhook_metric_buckets): per recorded attempt, its
-       -- outcome, status-code class and, for a success, the ingest-to-success latency's index.
-       SELECT upd.webhook_id, upd.project_id, upd.status, r.outcome,
-              CASE WHEN r.status_code IS NOT NULL THEN (r.status_code / 100)::text || 'xx'
-                   WHEN r.fk = 'timeout' THEN 'timeout' WHEN r.fk IS NOT NULL THEN 'network' END AS class,
-              CASE WHEN upd.status = 'succeeded' THEN ${sketchIndexSql('(extract(epoch FROM now() - upd.created_at) * 1000)::float8')} END AS lat
-         FROM upd JOIN r ON r.id = upd.id
-     ), m_lat AS (
-       SELECT webhook_id, jsonb_object_agg(lat, n) AS latency
-         FROM (SELECT webhook_id, lat, count(*) AS n FROM m WHERE lat IS NOT NULL GROUP BY 1, 2) x GROUP BY 1
-     ), rollup AS (
-       INSERT INTO webhook_metric_buckets AS b (webhook_id, size, bucket_start, shard, project_id, succeeded, failed, attempts, retries,
-                                               status_2xx, status_3xx, status_4xx, status_5xx, network, timeout, latency)
-       SELECT c.webhook_id, s.size, metrics_bucket(now(), s.size), 8, c.project_id, c.succeeded, c.failed, c.attempts, c.retries,
-              c.s2, c.s3, c.s4, c.s5, c.net, c.tmo, coalesce(l.latency, '{}'::jsonb)
-         FROM (SELECT webhook_id, min(project_id) AS project_id, count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
-                      count(*) FILTER (WHERE status = 'failed') AS failed, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'retry') AS retries,
-                      count(*) FILTER (WHERE class = '2xx') AS s2, count(*) FILTER (WHERE class = '3xx') AS s3,
-                      count(*) FILTER (WHERE class = '4xx') AS s4, count(*) FILTER (WHERE class = '5xx') AS s5,
-                      count(*) FILTER (WHERE class = 'network') AS net, count(*) FILTER (WHERE class = 'timeout') AS tmo
-                 FROM m GROUP BY webhook_id) c
-         LEFT JOIN m_lat l ON l.webhook_id = c.webhook_id
-        CROSS JOIN (VALUES (60), (3600)) AS s(size)
-        ORDER BY 1, 2
-       ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET
-         succeeded = b.succeeded + excluded.succeeded, failed = b.failed + excluded.failed, attempts = b.attempts + excluded.attempts,
-         retries = b.retries + excluded.retries, status_2xx = b.status_2xx + excluded.status_2xx, status_3xx = b.status_3xx + excluded.status_3xx,
-         status_4xx = b.status_4xx + excluded.status_4xx, status_5xx = b.status_5xx + excluded.status_5xx,
-         network = b.network + excluded.network, timeout = b.timeout + excluded.timeout,
-         latency = metrics_histogram_add(b.latency, excluded.latency)
-       RETURNING 1
-     ), streak AS (
-       -- Failed attempts in a row per webhook (consecutive_failures alerts): a batch with a success
-       -- resets it (written as -1, read as 0), else its failures add up.
-       INSERT INTO webhook_failure_streaks AS s (webhook_id, project_id, streak, updated_at)
-       SELECT webhook_id, min(project_id), CASE WHEN bool_or(outcome = 'succeeded') THEN -1 ELSE count(*) END, now()
-         FROM m GROUP BY webhook_id ORDER BY webhook_id
-       ON CONFLICT (webhook_id) DO UPDATE SET updated_at = now(),
-         streak = CASE WHEN excluded.streak < 0 THEN 0 ELSE GREATEST(s.streak, 0) + excluded.streak END
-       RETURNING 1
      ), drain_events AS (
        -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
        -- only for projects that have an enabled drain.
@@ -119,76 +78,7 @@ const RECORD_SQL = `WITH r AS (
      ), notified AS (
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
      )
-     SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
-            (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM rollup) AS rolled,
-            (SELECT count(*) FROM drain_events) AS drained,
-            (SELECT count(*) FROM streak) AS streaks
-       FROM upd`;
-
-/** The same without the metrics roll-ups and failure streaks (METRICS_ROLLUPS=off, for benchmarking their cost). */
-const RECORD_SQL_NO_ROLLUPS = `WITH r AS (
-       SELECT * FROM json_to_recordset($1::json)
-         AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
-              duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
-              dispatch_headers jsonb, outcome text, fk text, dlq_id text, notification text)
-     ), upd AS (
-       UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
-              completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
-              dispatch_body = COALESCE(decode(r.dispatch_body, 'base64'), d.dispatch_body),
-              dispatch_content_type = COALESCE(r.dispatch_content_type, d.dispatch_content_type),
-              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers)
-         FROM r
-        WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at
-     ), m AS (
-       -- The roll-up (metrics/sketch.ts, webhook_metric_buckets): per recorded attempt, its
-       -- outcome, status-code class and, for a success, the ingest-to-success latency's index.
-       SELECT upd.webhook_id, upd.project_id, upd.status, r.outcome,
-              CASE WHEN r.status_code IS NOT NULL THEN (r.status_code / 100)::text || 'xx'
-                   WHEN r.fk = 'timeout' THEN 'timeout' WHEN r.fk IS NOT NULL THEN 'network' END AS class,
-              CASE WHEN upd.status = 'succeeded' THEN ${sketchIndexSql('(extract(epoch FROM now() - upd.created_at) * 1000)::float8')} END AS lat
-         FROM upd JOIN r ON r.id = upd.id
-     ), m_lat AS (
-       SELECT webhook_id, jsonb_object_agg(lat, n) AS latency
-         FROM (SELECT webhook_id, lat, count(*) AS n FROM m WHERE lat IS NOT NULL GROUP BY 1, 2) x GROUP BY 1
-     ), drain_events AS (
-       -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
-       -- only for projects that have an enabled drain.
-       SELECT drain_emit(upd.project_id, upd.webhook_id, k.kind, jsonb_build_object(
-                'deliveryId', upd.id, 'eventId', upd.event_id, 'status', upd.status, 'attempt', r.attempt, 'statusCode', r.status_code,
-                'durationMs', r.duration_ms, 'error', r.error, 'nextAttemptAt', upd.next_attempt_at))
-         FROM upd JOIN r ON r.id = upd.id
-        CROSS JOIN LATERAL (VALUES (1, 'attempt.finished'),
-                                   (2, CASE upd.status WHEN 'succeeded' THEN 'delivery.succeeded' WHEN 'failed' THEN 'delivery.failed' ELSE 'delivery.retrying' END),
-                                   (3, CASE WHEN upd.status = 'failed' THEN 'dlq.added' END)) AS k(n, kind)
-        WHERE k.kind IS NOT NULL AND EXISTS (SELECT 1 FROM event_drains dr WHERE dr.project_id = upd.project_id AND dr.enabled)
-        ORDER BY upd.id, k.n
-     ), att AS (
-       INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
-       SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
-         FROM upd JOIN r ON r.id = upd.id
-       ON CONFLICT (delivery_id, number) DO NOTHING
-     ), dlq AS (
-       INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason)
-       SELECT r.dlq_id, upd.project_id, upd.webhook_id, upd.id, COALESCE(r.error, 'HTTP ' || r.status_code::text)
-         FROM upd JOIN r ON r.id = upd.id WHERE upd.status = 'failed'
-       ON CONFLICT (delivery_id) DO NOTHING
-     ), retry_job AS (
-       SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', 'next_attempt_at')}
-         FROM upd WHERE upd.status = 'retrying'
-     ), next_head AS (
-       SELECT ${addAttemptJobSql('$2', 'n.id', 'upd.webhook_id')}
-         FROM upd
-         JOIN webhooks w ON w.id = upd.webhook_id AND w.delivery_mode = 'strict_fifo' AND w.status = 'active'
-         CROSS JOIN LATERAL (
-           SELECT x.id FROM deliveries x
-            WHERE x.webhook_id = upd.webhook_id AND x.status IN ('queued','scheduled','retrying') AND x.id <> upd.id
-            ORDER BY x.seq LIMIT 1) n
-        WHERE upd.status <> 'retrying'
-     ), notified AS (
-       SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
-     )
-     SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
+     SELECT upd.id, upd.webhook_id, (extract(epoch FROM now() - upd.created_at) * 1000)::float8 AS age_ms, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM drain_events) AS drained
        FROM upd`;
 
@@ -199,7 +89,16 @@ const RECORD_SQL_NO_ROLLUPS = `WITH r AS (
  * by status = 'delivering' and its attempt number, so a stale runner changes nothing.
  * Returns, per result, whether its guard held.
  */
-export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[], rollups = true): Promise<boolean[]> {
+export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<boolean[]> {
+  return (await recordAttemptsAged(db, results)).map((age) => age !== null);
+}
+
+/**
+ * recordAttempts, answering per result the age of its delivery when the result was recorded
+ * (ms, by the database's clock: what completed_at - created_at says), or null when its guard
+ * did not hold.
+ */
+export async function recordAttemptsAged(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<(number | null)[]> {
   if (results.length === 0) return [];
   // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
   // instead of pg's per-element escaping of a dozen text arrays.
@@ -234,17 +133,17 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
     };
   });
   const { rows } = await db.query({
-    name: rollups ? 'record_attempts' : 'record_attempts_no_rollups',
-    text: rollups ? RECORD_SQL : RECORD_SQL_NO_ROLLUPS,
+    name: 'record_attempts',
+    text: RECORD_SQL,
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index
     // (which statistics taken while nothing was in flight make look cheap).
     values: [JSON.stringify(batch), ATTEMPT_TASK, NOTIFY_CHANNEL, results.map((r) => r.deliveryId)],
   });
-  const recorded = new Set<string>();
+  const recorded = new Map<string, number>();
   const released = new Map<string, number>();
   for (const row of rows) {
-    recorded.add(row.id);
+    recorded.set(row.id, Number(row.age_ms));
     released.set(row.webhook_id, (released.get(row.webhook_id) ?? 0) + 1);
   }
   // Release the webhooks' in-flight slots in statements of their own, one webhook each: inside
@@ -254,7 +153,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
   for (const [webhookId, n] of [...released].sort(([a], [b]) => (a < b ? -1 : 1))) {
     await db.query({ name: 'release_in_flight', text: 'UPDATE webhooks SET in_flight = GREATEST(in_flight - $2, 0) WHERE id = $1', values: [webhookId, n] });
   }
-  return results.map((r) => recorded.has(r.deliveryId));
+  return results.map((r) => recorded.get(r.deliveryId) ?? null);
 }
 
 /** This process's Prometheus series for a recorded attempt. */
@@ -294,8 +193,8 @@ export class AttemptRecorder {
   constructor(
     private readonly db: pg.Pool,
     private readonly maxBatch = 200,
-    /** Write the metrics roll-ups with the results (METRICS_ROLLUPS, default on). */
-    private readonly rollups = true,
+    /** The metrics roll-ups the recorded results go to (none with METRICS_ROLLUPS=off). */
+    private readonly rollups?: RollupWriter,
   ) {}
 
   record(result: AttemptResult): Promise<boolean> {
@@ -315,10 +214,16 @@ export class AttemptRecorder {
         // leases ran out. A result written after its lease was taken over is refused by the guard.
         for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
           try {
-            const ok = await recordAttempts(this.db, batch.map((p) => p.result), this.rollups);
+            const recordedAt = Date.now();
+            const ages = await recordAttemptsAged(this.db, batch.map((p) => p.result));
             batch.forEach((p, i) => {
-              if (ok[i]) countAttempt(p.result);
-              p.resolve(ok[i]);
+              const age = ages[i];
+              if (age !== null) {
+                countAttempt(p.result);
+                const r = p.result;
+                this.rollups?.add({ webhookId: r.delivery.webhook_id, projectId: r.delivery.project_id, outcome: r.outcome, statusCode: r.statusCode, failure: r.failure, ageMs: age, recordedAt });
+              }
+              p.resolve(age !== null);
             });
             break;
           } catch (err) {
