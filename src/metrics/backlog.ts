@@ -6,7 +6,7 @@ export const BACKLOG_SAMPLE_CRONTAB = `* * * * * ${BACKLOG_SAMPLE_TASK} ?jobKey=
 
 /**
  * Samples every webhook's backlog depth (the usage counters' `backlog_depth`, the sum of its
- * shards: no scan of deliveries) into the 60 s and 3600 s sample buckets, keeping the highest
+ * shards: no scan of deliveries) into sample buckets of each answer bucket size (60, 900, 7200, 21600 s), keeping the highest
  * depth seen in each. A webhook with nothing pending writes no row (its series reads 0).
  */
 export async function sampleBacklog(rt: Pick<Runtime, 'db'>): Promise<number> {
@@ -18,9 +18,9 @@ export async function sampleBacklog(rt: Pick<Runtime, 'db'>): Promise<number> {
                     WHERE u.metric = 'backlog_depth' AND u.period = 'current' AND u.webhook_id <> ''
                     GROUP BY 1, 2 HAVING sum(u.value) > 0) c
              JOIN webhooks w ON w.id = c.webhook_id
-            CROSS JOIN (VALUES (60), (3600)) AS s(size)
+            CROSS JOIN (VALUES (60), (900), (7200), (21600)) AS s(size)
             ORDER BY 1, 2
            ON CONFLICT (webhook_id, size, bucket_start) DO UPDATE SET depth = GREATEST(b.depth, excluded.depth)`,
   });
-  return (rowCount ?? 0) / 2;
+  return (rowCount ?? 0) / 4;
 }

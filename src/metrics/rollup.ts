@@ -42,7 +42,9 @@ interface Streak {
   failures: number;
 }
 
-const SIZES = [60, 3600];
+/** One row size per answer bucket of the windows (src/metrics/service.ts WINDOWS). */
+export const ROLLUP_SIZES = [60, 900, 7_200, 21_600];
+const SIZES = ROLLUP_SIZES;
 
 /** The failed attempts in a row a stored streak value stands for (see the flush statement). */
 export const STREAK_SQL = (column: string) => `(CASE WHEN ${column} < 0 THEN -${column} - 1 ELSE ${column} END)`;

@@ -7,14 +7,14 @@ type Rt = Pick<Runtime, 'db'>;
 
 /**
  * The windows of CONTRACT §9: their length, the answer's bucket size and the roll-up rows they
- * are read from (60 s rows for 1h and 24h, 3600 s rows for 7d and 30d; each divides the answer's
- * bucket, so every answer bucket is a whole number of rows).
+ * are read from: the roll-ups keep one row size per answer bucket (ROLLUP_SIZES), so an answer
+ * reads at most its bucket count times the shards (≤ 120 × 9 rows), whatever the window.
  */
 export const WINDOWS = {
   '1h': { seconds: 3_600, bucketSeconds: 60, rowSize: 60 },
-  '24h': { seconds: 86_400, bucketSeconds: 900, rowSize: 60 },
-  '7d': { seconds: 604_800, bucketSeconds: 7_200, rowSize: 3_600 },
-  '30d': { seconds: 2_592_000, bucketSeconds: 21_600, rowSize: 3_600 },
+  '24h': { seconds: 86_400, bucketSeconds: 900, rowSize: 900 },
+  '7d': { seconds: 604_800, bucketSeconds: 7_200, rowSize: 7_200 },
+  '30d': { seconds: 2_592_000, bucketSeconds: 21_600, rowSize: 21_600 },
 } as const;
 export type WindowName = keyof typeof WINDOWS;
 
@@ -149,10 +149,14 @@ export async function webhookBacklog(rt: Rt, projectId: string, webhookId: strin
   const [now, samples] = await Promise.all([
     rt.db.pool.query<{ status: string; n: string; oldest: Date | null; dlq: string }>({
       name: 'backlog_now',
-      text: `SELECT s.status, (SELECT count(*) FROM deliveries d WHERE d.webhook_id = $1 AND d.status = s.status) AS n,
-                    (SELECT d.created_at FROM deliveries d WHERE d.webhook_id = $1 AND d.status = s.status ORDER BY d.seq LIMIT 1) AS oldest,
-                    (SELECT count(*) FROM dlq_entries e WHERE e.webhook_id = $1 AND e.redriven_at IS NULL) AS dlq
-               FROM unnest(ARRAY['queued', 'scheduled', 'retrying', 'delivering']) AS s(status)`,
+      // Each status a literal, so every count and the oldest are ranges of the (webhook_id, status, seq) index.
+      text: ['queued', 'scheduled', 'retrying', 'delivering']
+        .map(
+          (st) => `SELECT '${st}' AS status, (SELECT count(*) FROM deliveries d WHERE d.webhook_id = $1 AND d.status = '${st}') AS n,
+                    (SELECT d.created_at FROM deliveries d WHERE d.webhook_id = $1 AND d.status = '${st}' ORDER BY d.seq LIMIT 1) AS oldest,
+                    (SELECT count(*) FROM dlq_entries e WHERE e.webhook_id = $1 AND e.redriven_at IS NULL) AS dlq`,
+        )
+        .join(' UNION ALL '),
       values: [webhook.id],
     }),
     rt.db.pool.query<{ t: string; depth: string }>({

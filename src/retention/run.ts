@@ -203,11 +203,11 @@ async function cursorWalk(db: pg.Pool, s: PassState, report: RetentionReport, we
 /** A webhook's metric buckets and backlog samples older than history retention, a batch of each by primary key. */
 const DELETE_ROLLUPS = `WITH m AS (
   DELETE FROM webhook_metric_buckets WHERE ctid = ANY (ARRAY(
-    SELECT ctid FROM webhook_metric_buckets WHERE webhook_id = $1 AND size IN (60, 3600) AND bucket_start < $2 LIMIT $3))
+    SELECT ctid FROM webhook_metric_buckets WHERE webhook_id = $1 AND size IN (60, 900, 7200, 21600) AND bucket_start < $2 LIMIT $3))
   RETURNING 1
 ), b AS (
   DELETE FROM webhook_backlog_samples WHERE ctid = ANY (ARRAY(
-    SELECT ctid FROM webhook_backlog_samples WHERE webhook_id = $1 AND size IN (60, 3600) AND bucket_start < $2 LIMIT $3))
+    SELECT ctid FROM webhook_backlog_samples WHERE webhook_id = $1 AND size IN (60, 900, 7200, 21600) AND bucket_start < $2 LIMIT $3))
   RETURNING 1
 ) SELECT GREATEST((SELECT count(*) FROM m), (SELECT count(*) FROM b)) AS n`;
 

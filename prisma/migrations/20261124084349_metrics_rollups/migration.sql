@@ -47,12 +47,12 @@ CREATE FUNCTION metrics_histogram_add(a jsonb, b jsonb) RETURNS jsonb LANGUAGE s
 CREATE FUNCTION metrics_bucket(at timestamptz, size integer) RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
   SELECT to_timestamp(floor(extract(epoch FROM at) / size) * size) $$;
 
--- Ingested events, counted as they are stored: one statement-level trigger, both bucket sizes.
+-- Ingested events, counted as they are stored: one statement-level trigger, every bucket size.
 CREATE FUNCTION metrics_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO webhook_metric_buckets AS b (webhook_id, size, bucket_start, shard, project_id, ingested)
   SELECT n.webhook_id, s.size, metrics_bucket(now(), s.size), pg_backend_pid() % 8, n.project_id, count(*)
-    FROM new_rows n CROSS JOIN (VALUES (60), (3600)) AS s(size)
+    FROM new_rows n CROSS JOIN (VALUES (60), (900), (7200), (21600)) AS s(size)
    GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4
   ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET ingested = b.ingested + excluded.ingested;
   RETURN NULL;
