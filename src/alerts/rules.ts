@@ -7,7 +7,7 @@ import { paginate, type Page, type PageRequest } from '../pagination/cursor.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
-import { parseInput } from '../validation.ts';
+import { assertStorable, parseInput } from '../validation.ts';
 import { getWebhook } from '../webhooks/get-webhook.ts';
 import { generateWebhookSecret } from '../webhooks/secrets.ts';
 
@@ -28,7 +28,7 @@ const conditionSchema = z
 
 const channelSchema = z.discriminatedUnion('type', [
   z
-    .object({ type: z.literal('webhook'), url: z.string().max(2048).url().refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL') })
+    .object({ type: z.literal('webhook'), url: z.string().max(2048).url().refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL') })
     .strict(),
   z.object({ type: z.literal('email'), to: z.string().email().max(320) }).strict(),
 ]);
@@ -71,6 +71,7 @@ async function validate(rt: Rt, projectId: string, input: AlertRuleInput, create
     if (typeof input.enabled !== 'boolean') throw new InvalidRequest('enabled must be true or false.', 'enabled');
     out.enabled = input.enabled;
   }
+  assertStorable({ name: out.name, channels: out.channels }, '');
   return out;
 }
 

@@ -7,7 +7,7 @@ import { paginate, type Page, type PageRequest } from '../pagination/cursor.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
-import { parseInput } from '../validation.ts';
+import { assertStorable, parseInput } from '../validation.ts';
 import { generateWebhookSecret, parseGraceSeconds } from '../webhooks/secrets.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -64,7 +64,7 @@ const urlSchema = z
   .string()
   .max(2048)
   .url()
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL');
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL');
 const eventsSchema = z.array(z.enum(DRAIN_KINDS)).min(1).max(DRAIN_KINDS.length).transform((k) => [...new Set(k)]);
 
 export interface DrainInput {
@@ -84,6 +84,7 @@ function validate(input: DrainInput, create: boolean) {
     if (typeof input.enabled !== 'boolean') throw new InvalidRequest('enabled must be true or false.', 'enabled');
     out.enabled = input.enabled;
   }
+  assertStorable({ name: out.name, url: out.url }, '');
   return out;
 }
 
