@@ -1,6 +1,6 @@
 // The layering of src/ (docs/architecture.md), checked by test/structure.layering.test.ts and by
 // `npx depcruise src` (dependency-cruiser).
-const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|schedules|retention|conversations|providers|files|automations';
+const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|schedules|retention|conversations|providers|files|automations|metrics|drains|alerts';
 
 // What a domain offers its siblings: service functions, pure rules and types, and the GraphQL
 // types other domains' fields are built from. Everything else in a domain is its own.
@@ -19,10 +19,13 @@ const PUBLIC = [
   '^src/retention/run\\.ts$',
   '^src/files/(service|store|graphql)\\.ts$',
   '^src/automations/(service|run|graphql|limits)\\.ts$',
+  '^src/metrics/(service|sketch|backlog|graphql|rollup)\\.ts$',
+  '^src/drains/(service|send|graphql)\\.ts$',
+  '^src/alerts/(rules|evaluate|graphql)\\.ts$',
 ];
 
 // Below every domain: they import no domain and nothing of the edge.
-const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version)\\.ts$|db/|pagination/|graphql/(builder|unix-time)\\.ts$)';
+const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version|prom)\\.ts$|db/|pagination/|graphql/(builder|unix-time)\\.ts$)';
 
 module.exports = {
   forbidden: [

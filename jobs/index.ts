@@ -4,13 +4,20 @@ import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { BULK_REPLAY_TASK } from '../src/deliveries/replay.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { TICK_TASK } from '../src/schedules/tick.ts';
-import { RETENTION_TASK } from '../src/retention/run.ts';
+import { RETENTION_CRONTAB, RETENTION_TASK } from '../src/retention/run.ts';
+import { BACKLOG_SAMPLE_CRONTAB, BACKLOG_SAMPLE_TASK } from '../src/metrics/backlog.ts';
+import { metricsSampleBacklog } from './metrics__sample_backlog.ts';
+import { createDrainClient, DRAIN_SEND_TASK } from '../src/drains/send.ts';
+import { drainsSend } from './drains__send.ts';
+import { ALERTS_CRONTAB, ALERTS_TASK } from '../src/alerts/evaluate.ts';
+import { alertsEvaluate } from './alerts__evaluate.ts';
 import { deliveriesAttempt } from './deliveries__attempt.ts';
 import { replaysRun } from './replays__run.ts';
 import { schedulesTick } from './schedules__tick.ts';
 import { retentionRun } from './retention__run.ts';
 
-export { RETENTION_CRONTAB } from '../src/retention/run.ts';
+/** graphile-worker's crontab: every recurring job, one line each. */
+export const CRONTAB = [RETENTION_CRONTAB, BACKLOG_SAMPLE_CRONTAB, ALERTS_CRONTAB].join('\n');
 
 /**
  * Every graphile-worker task, by name (`domain__action`). Task files are thin: they
@@ -22,5 +29,8 @@ export function createTaskList(rt: Runtime, engine: DeliveryEngine): TaskList {
     [BULK_REPLAY_TASK]: replaysRun(rt),
     [TICK_TASK]: schedulesTick(rt),
     [RETENTION_TASK]: retentionRun(rt),
+    [BACKLOG_SAMPLE_TASK]: metricsSampleBacklog(rt),
+    [DRAIN_SEND_TASK]: drainsSend(rt, createDrainClient(rt)),
+    [ALERTS_TASK]: alertsEvaluate(rt),
   };
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { makeWorkerUtils, run, type Runner, type WorkerEvents } from 'graphile-worker';
-import { createTaskList, RETENTION_CRONTAB } from '../jobs/index.ts';
+import { makeWorkerUtils, run, type Runner, type Task, type WorkerEvents } from 'graphile-worker';
+import { createTaskList, CRONTAB } from '../jobs/index.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
@@ -18,6 +18,8 @@ import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
+import { jobStartDelay, watchDatabase } from './prom.ts';
+import { startMetricsServer } from './http/metrics.ts';
 
 async function watchKeyRevocations(rt: Runtime) {
   for await (const _ of rt.pubsub.subscribe(API_KEYS_TOPIC)) forgetCachedKeys(rt);
@@ -39,6 +41,8 @@ export interface App {
   http?: HttpServer;
   /** Email ingest's SMTP server (with the API half). */
   smtp?: SmtpServerHandle;
+  /** A worker-only process's /metrics server (METRICS_PORT). */
+  metricsPort?: number;
   runner?: Runner;
   stop(): Promise<void>;
 }
@@ -59,6 +63,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
   let stopRequested = false;
+  let metricsServer: { port: number; close(): Promise<void> } | undefined;
+  const unwatch = watchDatabase({ main: db.pool, relaxed: db.relaxedPool });
   registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
     await pubsub.start();
@@ -71,7 +77,16 @@ export async function startApp(opts: AppOptions): Promise<App> {
   }
   if (opts.worker !== false) {
     engine = createDeliveryEngine(rt);
-    const taskList = createTaskList(rt, engine);
+    // Each task observes its job's start delay (relay_job_start_delay_seconds) before it runs.
+    const taskList = Object.fromEntries(
+      Object.entries(createTaskList(rt, engine)).map(([task, fn]) => [
+        task,
+        ((payload, helpers) => {
+          jobStartDelay.observe({ task }, Math.max(0, Date.now() - new Date(helpers.job.run_at).getTime()) / 1000);
+          return fn!(payload, helpers);
+        }) as Task,
+      ]),
+    );
     const startRunner = async () => {
       let poolId: string | undefined;
       const events: WorkerEvents = new EventEmitter();
@@ -81,8 +96,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
         events,
         concurrency: config.WORKER_CONCURRENCY,
         taskList,
-        // The recurring jobs (retention); graphile-worker schedules each minute once across runners.
-        crontab: RETENTION_CRONTAB,
+        // The recurring jobs (retention, backlog samples, ...); graphile-worker schedules each minute once across runners.
+        crontab: CRONTAB,
         noHandleSignals: true,
         logger: workerLogger(log),
         // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
@@ -130,6 +145,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
     runner = await startRunner();
     sweeper = startDeliverySweeper(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
+    if (!http && config.METRICS_TOKEN && config.METRICS_PORT !== undefined) {
+      metricsServer = await startMetricsServer(config.METRICS_TOKEN, config.METRICS_PORT, config.HOST);
+      log.info({ port: metricsServer.port }, 'metrics server listening');
+    }
   }
 
   let stopping: Promise<void> | undefined;
@@ -137,6 +156,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     rt,
     http,
     smtp,
+    metricsPort: metricsServer?.port,
     get runner() {
       return runner;
     },
@@ -144,8 +164,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
       stopRequested = true;
       stopping ??= (async () => {
         await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), smtp?.close()]);
+        await metricsServer?.close();
+        unwatch();
         sweeper?.stop();
         await runner?.stop();
+        await engine?.rollups?.stop();
         await engine?.senders.close();
         closeFileStore(config);
         await pubsub.close();

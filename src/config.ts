@@ -64,6 +64,26 @@ const schema = z.object({
     .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
   /** Worker threads of each process's Automations sandbox (QuickJS): how many runs execute at once per process. */
   AUTOMATION_SANDBOX_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
+  /** `off`: job runners write no metrics roll-ups of results (benchmarking their cost; the metrics and alerts then miss them). */
+  METRICS_ROLLUPS: z.enum(['on', 'off']).default('on'),
+  /** Set: `GET /metrics` serves Prometheus text to `Authorization: Bearer <METRICS_TOKEN>` (404 otherwise). */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Worker-only processes (`npm run start:worker`) serve `/metrics` on this port (with METRICS_TOKEN). */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Events an event drain's outbox keeps while its endpoint fails; past it, the oldest are dropped (and counted). */
+  DRAIN_OUTBOX_LIMIT: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
+  /** A failing drain is retried with exponential backoff from DRAIN_RETRY_BASE_MS up to DRAIN_RETRY_MAX_MS. */
+  DRAIN_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(1_000),
+  DRAIN_RETRY_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).default(300_000),
+  /** How long one drain request may take. */
+  DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** How often alert rules are evaluated (at most every 30 s by default). */
+  ALERT_EVAL_INTERVAL_MS: z.coerce.number().int().min(100).max(30_000).default(30_000),
+  /** SMTP server for email alert channels, e.g. smtp://user:pass@mail.example.com:587 (unset: email channels fail, recorded). */
+  ALERT_SMTP_URL: z.string().url().optional(),
+  ALERT_EMAIL_FROM: z.string().default('alerts@relay.localhost'),
+  /** Tries per alert webhook channel (with backoff from 500 ms). */
+  ALERT_WEBHOOK_TRIES: z.coerce.number().int().min(1).max(10).default(3),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

@@ -109,7 +109,8 @@ export type QuotaName =
   | 'automation_subrequests'
   | 'automation_log_bytes'
   | 'automation_worker_creations'
-  | 'automation_concurrency';
+  | 'automation_concurrency'
+  | 'event_drains';
 
 /** 429 for rates and monthly counts (they free with time), 409 for stored amounts. */
 export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
@@ -128,6 +129,7 @@ export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
   automation_log_bytes: 429,
   automation_worker_creations: 429,
   automation_concurrency: 429,
+  event_drains: 409,
 };
 
 export class QuotaExceeded extends DomainError {

@@ -698,6 +698,190 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's metrics over a window (archived webhooks too), answered from roll-ups
+         * @description A webhook's metrics over a window (archived webhooks too), answered from roll-ups.
+         */
+        get: operations["getWebhookMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/backlog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's backlog now and its sampled depth over a window
+         * @description A webhook's backlog now and its sampled depth over a window (archived webhooks too).
+         */
+        get: operations["getWebhookBacklog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/drains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's event drains, oldest first
+         * @description The project's event drains, oldest first (Pro and above).
+         */
+        get: operations["listDrains"];
+        put?: never;
+        /**
+         * Adds an event drain
+         * @description Adds an event drain: 1 on Pro, 3 on Business, unlimited on Enterprise; none below Pro.
+         */
+        post: operations["createDrain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/drains/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event drain
+         * @description One event drain.
+         */
+        get: operations["getDrain"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a drain and its unsent events
+         * @description Deletes a drain and its unsent events.
+         */
+        delete: operations["deleteDrain"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes a drain
+         * @description Changes a drain.
+         */
+        patch: operations["updateDrain"];
+        trace?: never;
+    };
+    "/v1/project/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's alert rules, oldest first
+         * @description The project's alert rules, oldest first (Pro and above).
+         */
+        get: operations["listAlertRules"];
+        put?: never;
+        /**
+         * Adds an alert rule
+         * @description Adds an alert rule (Pro and above).
+         */
+        post: operations["createAlertRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/alert-rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One alert rule
+         * @description One alert rule.
+         */
+        get: operations["getAlertRule"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an alert rule
+         * @description Deletes an alert rule (its dispatch history stays).
+         */
+        delete: operations["deleteAlertRule"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes an alert rule
+         * @description Changes an alert rule.
+         */
+        patch: operations["updateAlertRule"];
+        trace?: never;
+    };
+    "/v1/project/alert-dispatches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Firings and resolutions, newest first
+         * @description Firings and resolutions, newest first (Pro and above).
+         */
+        get: operations["listAlertDispatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/drains/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret; the previous one still signs (beside it) for graceSeconds
+         * @description A new signing secret; the previous one still signs (beside it) for graceSeconds (default 86400).
+         */
+        post: operations["rotateDrainSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -1186,6 +1370,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This process's Prometheus metrics
+         * @description Prometheus text exposition format (docs/observability.md names every series). Served only when the process has `METRICS_TOKEN` set, to `Authorization: Bearer <METRICS_TOKEN>` (not an API key); otherwise, or with another token, 404. Each process exposes its own; worker-only processes serve it on `METRICS_PORT`.
+         */
+        get: operations["getPrometheusMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/f/{publicId}": {
         parameters: {
             query?: never;
@@ -1266,6 +1470,74 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        AlertCondition: {
+            /** Format: float */
+            threshold: number;
+            /** @description failure_rate, consecutive_failures, dlq_added or backlog_depth. */
+            type: string;
+            /**
+             * Format: int32
+             * @description Look-back of failure_rate and dlq_added (60..86400).
+             */
+            windowSeconds: number;
+        };
+        /** @description One firing or resolution of a rule, with what each channel answered. */
+        AlertDispatch: {
+            /** @description [{type, target, status: "sent"|"failed"|"pending", error}] */
+            channels: unknown;
+            /** Format: date-time */
+            createdAt: string;
+            id: string;
+            ruleId: string;
+            /** @description firing or resolved. */
+            state: string;
+            /** Format: float */
+            value: number;
+        };
+        /** @description One page of a cursor list. */
+        AlertDispatchPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["AlertDispatch"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        /** @description An operator alert rule. */
+        AlertRule: {
+            /** @description [{type: "webhook", url} | {type: "email", to}] */
+            channels: unknown;
+            condition: components["schemas"]["AlertCondition"];
+            /** Format: int32 */
+            cooldownSeconds: number;
+            /** Format: date-time */
+            createdAt: string;
+            enabled: boolean;
+            id: string;
+            /** Format: date-time */
+            lastFiredAt?: string | null;
+            /**
+             * Format: float
+             * @description The condition's value at the last evaluation.
+             */
+            lastValue?: number | null;
+            name: string;
+            /** @description ok or firing. */
+            state: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description null: every webhook of the project. */
+            webhookId?: string | null;
+        };
+        AlertRuleDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        AlertRulePage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["AlertRule"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
         ApiKey: {
             /** Format: date-time */
             createdAt: string;
@@ -1380,6 +1652,28 @@ export interface components {
             /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
             nextCursor?: string | null;
         };
+        BacklogByStatus: {
+            /** Format: int32 */
+            delivering: number;
+            /** Format: int32 */
+            queued: number;
+            /** Format: int32 */
+            retrying: number;
+            /** Format: int32 */
+            scheduled: number;
+        };
+        BacklogPoint: {
+            /**
+             * Format: int32
+             * @description The highest depth sampled in the bucket (sampled once a minute).
+             */
+            depth: number;
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            t: string;
+        };
         /** @description A contact; it has exactly one conversation. */
         Contact: {
             avatar_url?: string | null;
@@ -1405,10 +1699,61 @@ export interface components {
             data: components["schemas"]["Contact"][];
             has_more: boolean;
         };
+        /** @description A new alert rule, with the secret its webhook channels are signed with (shown only here). */
+        CreatedAlertRule: {
+            /** @description [{type: "webhook", url} | {type: "email", to}] */
+            channels: unknown;
+            condition: components["schemas"]["AlertCondition"];
+            /** Format: int32 */
+            cooldownSeconds: number;
+            /** Format: date-time */
+            createdAt: string;
+            enabled: boolean;
+            id: string;
+            /** Format: date-time */
+            lastFiredAt?: string | null;
+            /**
+             * Format: float
+             * @description The condition's value at the last evaluation.
+             */
+            lastValue?: number | null;
+            name: string;
+            signingSecret: string;
+            /** @description ok or firing. */
+            state: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description null: every webhook of the project. */
+            webhookId?: string | null;
+        };
         CreatedApiKey: {
             apiKey: components["schemas"]["ApiKey"];
             /** @description The plaintext key. Shown only once. */
             key: string;
+        };
+        /** @description A new drain, with its signing secret (shown only here). */
+        CreatedEventDrain: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: int32
+             * @description Events dropped because the outbox was over its bound (oldest first).
+             */
+            droppedCount: number;
+            enabled: boolean;
+            /** @description Kinds it receives: delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+            events: string[];
+            id: string;
+            /** @description The last failed send, until one succeeds. */
+            lastError?: string | null;
+            /** Format: date-time */
+            lastSentAt?: string | null;
+            name: string;
+            signingSecret: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Receives `POST {"events": [...]}`, Standard-Webhooks-signed. */
+            url: string;
         };
         /** @description A webhook just created: the only answer that shows both secrets. */
         CreatedWebhook: {
@@ -1575,6 +1920,45 @@ export interface components {
         EgressPolicy: {
             allowedHosts: string[];
         };
+        /** @description An event drain: the project's state changes, streamed in signed batches. */
+        EventDrain: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: int32
+             * @description Events dropped because the outbox was over its bound (oldest first).
+             */
+            droppedCount: number;
+            enabled: boolean;
+            /** @description Kinds it receives: delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+            events: string[];
+            id: string;
+            /** @description The last failed send, until one succeeds. */
+            lastError?: string | null;
+            /** Format: date-time */
+            lastSentAt?: string | null;
+            name: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Receives `POST {"events": [...]}`, Standard-Webhooks-signed. */
+            url: string;
+        };
+        EventDrainDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        EventDrainPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["EventDrain"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        EventDrainSecret: {
+            id: string;
+            /** @description The new secret, shown only here. */
+            signingSecret: string;
+        };
         /** @description A file that came with a form post or an email, whose content the project keeps (Starter and above). Its bytes: `GET /v1/files/{id}`. */
         FileMetadata: {
             contentType: string;
@@ -1669,6 +2053,57 @@ export interface components {
         MessageList: {
             data: components["schemas"]["Message"][];
             has_more: boolean;
+        };
+        /** @description Ingest-to-first-success latency percentiles in ms (log-scale sketch, within about 1%); null without successes. */
+        MetricLatency: {
+            /** Format: float */
+            p50?: number | null;
+            /** Format: float */
+            p95?: number | null;
+            /** Format: float */
+            p99?: number | null;
+        };
+        MetricPoint: {
+            /** Format: int32 */
+            attempts: number;
+            /** Format: int32 */
+            failed: number;
+            /** Format: int32 */
+            ingested: number;
+            /** Format: int32 */
+            succeeded: number;
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            t: string;
+        };
+        MetricTotals: {
+            /**
+             * Format: int32
+             * @description Attempts recorded in the window.
+             */
+            attempts: number;
+            /**
+             * Format: int32
+             * @description Deliveries that finished failed (to the DLQ) in the window.
+             */
+            failed: number;
+            /**
+             * Format: int32
+             * @description Events ingested in the window.
+             */
+            ingested: number;
+            /**
+             * Format: int32
+             * @description Attempts that failed and were retried.
+             */
+            retries: number;
+            /**
+             * Format: int32
+             * @description Deliveries that finished succeeded in the window.
+             */
+            succeeded: number;
         };
         PageInfo: {
             endCursor?: string | null;
@@ -1987,6 +2422,8 @@ export interface components {
             replays: number;
         };
         Webhook: {
+            /** @description The webhook's backlog, with its depth over a window. */
+            backlog: components["schemas"]["WebhookBacklog"];
             /** Format: date-time */
             createdAt: string;
             /** @description Any JSON value. */
@@ -2006,6 +2443,8 @@ export interface components {
             ingestUrl: string;
             /** Format: int32 */
             maxInFlight: number;
+            /** @description The webhook's metrics over a window. */
+            metrics: components["schemas"]["WebhookMetrics"];
             name: string;
             publicId: string;
             retryPolicy: components["schemas"]["RetryPolicy"];
@@ -2020,9 +2459,56 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /** @description A webhook's backlog now, and its sampled depth over a window. */
+        WebhookBacklog: {
+            byStatus: components["schemas"]["BacklogByStatus"];
+            /**
+             * Format: int32
+             * @description Deliveries pending now.
+             */
+            depth: number;
+            /**
+             * Format: int32
+             * @description DLQ entries not re-driven.
+             */
+            dlqDepth: number;
+            /** Format: date-time */
+            oldestPendingAt?: string | null;
+            series: components["schemas"]["BacklogPoint"][];
+            webhookId: string;
+            window: string;
+        };
         WebhookDestroyed: {
             deleted: boolean;
             id: string;
+        };
+        /** @description A webhook's delivery metrics over a window, from its roll-ups. */
+        WebhookMetrics: {
+            /**
+             * Format: int32
+             * @description 60 (1h), 900 (24h), 7200 (7d), 21600 (30d).
+             */
+            bucketSeconds: number;
+            /**
+             * Format: date-time
+             * @description The first bucket's start.
+             */
+            from: string;
+            latencyMs: components["schemas"]["MetricLatency"];
+            series: components["schemas"]["MetricPoint"][];
+            /** @description Attempts by answer: {"2xx", "3xx", "4xx", "5xx", "network", "timeout"}. */
+            statusCodes: unknown;
+            /**
+             * Format: float
+             * @description succeeded / (succeeded + failed), 0..1; null without finished deliveries.
+             */
+            successRate?: number | null;
+            /** Format: date-time */
+            to: string;
+            totals: components["schemas"]["MetricTotals"];
+            webhookId: string;
+            /** @description 1h, 24h, 7d or 30d. */
+            window: string;
         };
         /** @description One page of a cursor list. */
         WebhookPage: {
@@ -2129,6 +2615,7 @@ export interface components {
              * @example automation_log_bytes
              * @example automation_worker_creations
              * @example automation_concurrency
+             * @example event_drains
              */
             quota?: string;
             /**
@@ -2633,6 +3120,8 @@ export interface operations {
                 /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
                 status?: components["schemas"]["WebhookStatus"];
+                webhooks_items_items_backlog_window?: string;
+                webhooks_items_items_metrics_window?: string;
                 webhooks_items_items_schedulesConnection_after?: string;
                 webhooks_items_items_schedulesConnection_before?: string;
                 webhooks_items_items_schedulesConnection_first?: number;
@@ -2747,6 +3236,8 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: {
+                webhook_backlog_window?: string;
+                webhook_metrics_window?: string;
                 webhook_schedulesConnection_after?: string;
                 webhook_schedulesConnection_before?: string;
                 webhook_schedulesConnection_first?: number;
@@ -2836,6 +3327,8 @@ export interface operations {
                     timeoutMs?: number | null;
                     /** @description The default destination: a webhook destination posting to this URL. */
                     url?: string | null;
+                    updateWebhook_backlog_window?: string;
+                    updateWebhook_metrics_window?: string;
                     updateWebhook_schedulesConnection_after?: string;
                     updateWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -2886,6 +3379,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    pauseWebhook_backlog_window?: string;
+                    pauseWebhook_metrics_window?: string;
                     pauseWebhook_schedulesConnection_after?: string;
                     pauseWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -2944,6 +3439,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    resumeWebhook_backlog_window?: string;
+                    resumeWebhook_metrics_window?: string;
                     resumeWebhook_schedulesConnection_after?: string;
                     resumeWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -3002,6 +3499,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    archiveWebhook_backlog_window?: string;
+                    archiveWebhook_metrics_window?: string;
                     archiveWebhook_schedulesConnection_after?: string;
                     archiveWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -3060,6 +3559,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    restoreWebhook_backlog_window?: string;
+                    restoreWebhook_metrics_window?: string;
                     restoreWebhook_schedulesConnection_after?: string;
                     restoreWebhook_schedulesConnection_before?: string;
                     /** Format: int32 */
@@ -4588,6 +5089,612 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getWebhookMetrics: {
+        parameters: {
+            query?: {
+                /** @description 1h, 24h, 7d or 30d (default 24h). */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookMetrics"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookBacklog: {
+        parameters: {
+            query?: {
+                /** @description 1h, 24h, 7d or 30d (default 24h). */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookBacklog"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDrains: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrainPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Default true. */
+                    enabled?: boolean | null;
+                    /** @description Kinds to receive (default all): delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+                    events?: string[] | null;
+                    name?: string | null;
+                    /** @description http or https URL (required on create). */
+                    url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedEventDrain"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            /** @description `quota_exceeded` (`event_drains`): the tier allows no more drains (1 on Pro, 3 on Business). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrain"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrainDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Default true. */
+                    enabled?: boolean | null;
+                    /** @description Kinds to receive (default all): delivery.succeeded, delivery.failed, delivery.retrying, attempt.finished, dlq.added, webhook.changed. */
+                    events?: string[] | null;
+                    name?: string | null;
+                    /** @description http or https URL (required on create). */
+                    url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrain"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAlertRules: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRulePage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description [{type: "webhook", url} | {type: "email", to}] (required on create). */
+                    channels?: unknown;
+                    /** @description {type, threshold, windowSeconds (default 300)} (required on create). */
+                    condition?: unknown;
+                    /**
+                     * Format: int32
+                     * @description Default 3600.
+                     */
+                    cooldownSeconds?: number | null;
+                    enabled?: boolean | null;
+                    name?: string | null;
+                    /** @description A webhook, or null for every webhook (default). */
+                    webhookId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedAlertRule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateAlertRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description [{type: "webhook", url} | {type: "email", to}] (required on create). */
+                    channels?: unknown;
+                    /** @description {type, threshold, windowSeconds (default 300)} (required on create). */
+                    condition?: unknown;
+                    /**
+                     * Format: int32
+                     * @description Default 3600.
+                     */
+                    cooldownSeconds?: number | null;
+                    enabled?: boolean | null;
+                    name?: string | null;
+                    /** @description A webhook, or null for every webhook (default). */
+                    webhookId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAlertDispatches: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+                ruleId?: string;
+                /** @description firing or resolved. */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertDispatchPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateDrainSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** Format: int32 */
+                    graceSeconds?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDrainSecret"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listDeliveries: {
         parameters: {
             query?: {
@@ -5847,6 +6954,35 @@ export interface operations {
                      *       }
                      *     }
                      */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPrometheusMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description No METRICS_TOKEN configured, or the bearer token is not it. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };

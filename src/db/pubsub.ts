@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { pubsubLag } from '../prom.ts';
 import { log } from '../log.ts';
 
 const CHANNEL = 'app_events';
@@ -42,10 +43,11 @@ export class PgPubSub {
   }
 
   async publish(topic: string, payload: unknown, ref?: string): Promise<void> {
-    let text = JSON.stringify({ t: topic, p: payload });
+    // `a`: when it was published, for the lag this process's receivers see (relay_pubsub_lag_seconds).
+    let text = JSON.stringify({ t: topic, p: payload, a: Date.now() });
     if (Buffer.byteLength(text) > MAX_INLINE) {
       if (!ref) throw new Error(`pubsub payload for ${topic} too large and no ref given`);
-      text = JSON.stringify({ t: topic, r: ref });
+      text = JSON.stringify({ t: topic, r: ref, a: Date.now() });
     }
     await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, text]);
   }
@@ -76,12 +78,13 @@ export class PgPubSub {
     // leads each payload ({"t":"…",…}), so those are dropped without parsing the payload.
     const topic = leadingTopic(raw);
     if (topic !== undefined && !this.listeners.get(topic)?.size) return;
-    let msg: { t: string; p?: unknown; r?: string };
+    let msg: { t: string; p?: unknown; r?: string; a?: unknown };
     try {
       msg = JSON.parse(raw);
     } catch {
       return;
     }
+    if (typeof msg.a === 'number') pubsubLag.observe(Math.max(0, Date.now() - msg.a) / 1000);
     const set = this.listeners.get(msg.t);
     if (!set || set.size === 0) return;
     let payload = msg.p;

@@ -9,6 +9,7 @@ import { claimDelivery, type ClaimedDelivery } from './claim.ts';
 import { requeueAttemptJob } from './job.ts';
 import type { OutboundResult } from '../destinations/senders/http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
+import { RollupWriter } from '../metrics/rollup.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { signingHeaders } from './signing.ts';
@@ -24,6 +25,8 @@ const MAX_RETRY_AFTER_MS = 3_600_000;
 export interface DeliveryEngine {
   rt: Runtime;
   recorder: AttemptRecorder;
+  /** The per-webhook metrics roll-ups of recorded results (flushed once a second; undefined with METRICS_ROLLUPS=off). */
+  rollups?: RollupWriter;
   /** The senders of every destination type (webhook, SQS, EventBridge, Pub/Sub, object storage). */
   senders: DestinationSenders;
   /** The drains running on this runner, by webhook (see attemptDelivery). */
@@ -32,8 +35,9 @@ export interface DeliveryEngine {
 }
 
 export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
+  const rollups = rt.config.METRICS_ROLLUPS === 'on' ? new RollupWriter(rt.db.relaxedPool) : undefined;
   const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
-  return { rt, recorder: new AttemptRecorder(rt.db.relaxedPool), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+  return { rt, rollups, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rollups), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
@@ -363,7 +367,12 @@ async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Pr
   return { kind: 'dispatch', dispatch: { body, contentType, headers, transformed, automation } };
 }
 
-function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {
+function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt' | 'failure'> {
+  const c = classifyOutcome(res, policy, attempt);
+  return res.failure ? { ...c, failure: res.failure } : c;
+}
+
+function classifyOutcome(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {
   if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return { outcome: 'succeeded', error: null };
   let failure: FailureKind;
   let error: string | null = res.error ?? null;

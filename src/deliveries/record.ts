@@ -4,6 +4,8 @@ import { newId } from '../ids.ts';
 import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
+import type { RollupWriter } from '../metrics/rollup.ts';
+import { attemptDuration, deliveriesFinished, deliveryOutcomes } from '../prom.ts';
 
 export interface AttemptResult {
   deliveryId: string;
@@ -17,12 +19,72 @@ export interface AttemptResult {
   responseSnippet: string | null;
   /** succeeded; retry (at nextAttemptAt); failed (to the DLQ); cancelled (an Automation dropped the event: ends, no DLQ). */
   outcome: 'succeeded' | 'retry' | 'failed' | 'cancelled';
+  /** Why no status code came back: a network error, a timeout, or a blocked address (counted as network). */
+  failure?: 'network' | 'timeout' | 'blocked';
   nextAttemptAt?: Date;
   /** Dispatch snapshot to store with this attempt when it is the first one that built it. */
   dispatch?: { body: Buffer | null; contentType: string | null; headers: Record<string, string> } | null;
   /** The Automation version that ran for this attempt, recorded on the delivery. */
   automation?: { id: string; version: number } | null;
 }
+
+/** The record statement (see recordAttempts). */
+const RECORD_SQL = `WITH r AS (
+       SELECT * FROM json_to_recordset($1::json)
+         AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
+              duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
+              dispatch_headers jsonb, outcome text, fk text, automation_id text, automation_version int, dlq_id text, notification text)
+     ), upd AS (
+       UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
+              completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
+              dispatch_body = COALESCE(decode(r.dispatch_body, 'base64'), d.dispatch_body),
+              dispatch_content_type = COALESCE(r.dispatch_content_type, d.dispatch_content_type),
+              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers),
+              automation_id = COALESCE(r.automation_id, d.automation_id),
+              automation_version = COALESCE(r.automation_version, d.automation_version)
+         FROM r
+        WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
+        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at
+     ), drain_events AS (
+       -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
+       -- only for projects that have an enabled drain.
+       SELECT drain_emit(upd.project_id, upd.webhook_id, k.kind, jsonb_build_object(
+                'deliveryId', upd.id, 'eventId', upd.event_id, 'status', upd.status, 'attempt', r.attempt, 'statusCode', r.status_code,
+                'durationMs', r.duration_ms, 'error', r.error, 'nextAttemptAt', upd.next_attempt_at))
+         FROM upd JOIN r ON r.id = upd.id
+        CROSS JOIN LATERAL (VALUES (1, 'attempt.finished'),
+                                   (2, CASE upd.status WHEN 'succeeded' THEN 'delivery.succeeded' WHEN 'failed' THEN 'delivery.failed' WHEN 'retrying' THEN 'delivery.retrying' END),
+                                   (3, CASE WHEN upd.status = 'failed' THEN 'dlq.added' END)) AS k(n, kind)
+        WHERE k.kind IS NOT NULL AND EXISTS (SELECT 1 FROM event_drains dr WHERE dr.project_id = upd.project_id AND dr.enabled)
+        ORDER BY upd.id, k.n
+     ), att AS (
+       INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
+       SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
+         FROM upd JOIN r ON r.id = upd.id
+       ON CONFLICT (delivery_id, number) DO NOTHING
+     ), dlq AS (
+       INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason)
+       SELECT r.dlq_id, upd.project_id, upd.webhook_id, upd.id, COALESCE(r.error, 'HTTP ' || r.status_code::text)
+         FROM upd JOIN r ON r.id = upd.id WHERE upd.status = 'failed'
+       ON CONFLICT (delivery_id) DO NOTHING
+     ), retry_job AS (
+       SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', 'next_attempt_at')}
+         FROM upd WHERE upd.status = 'retrying'
+     ), next_head AS (
+       SELECT ${addAttemptJobSql('$2', 'n.id', 'upd.webhook_id')}
+         FROM upd
+         JOIN webhooks w ON w.id = upd.webhook_id AND w.delivery_mode = 'strict_fifo' AND w.status = 'active'
+         CROSS JOIN LATERAL (
+           SELECT x.id FROM deliveries x
+            WHERE x.webhook_id = upd.webhook_id AND x.status IN ('queued','scheduled','retrying') AND x.id <> upd.id
+            ORDER BY x.seq LIMIT 1) n
+        WHERE upd.status <> 'retrying'
+     ), notified AS (
+       SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
+     )
+     SELECT upd.id, upd.webhook_id, (extract(epoch FROM now() - upd.created_at) * 1000)::float8 AS age_ms, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
+            (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM drain_events) AS drained
+       FROM upd`;
 
 /**
  * Records attempts and moves their deliveries on, in one statement for the whole batch: the
@@ -32,6 +94,15 @@ export interface AttemptResult {
  * Returns, per result, whether its guard held.
  */
 export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<boolean[]> {
+  return (await recordAttemptsAged(db, results)).map((age) => age !== null);
+}
+
+/**
+ * recordAttempts, answering per result the age of its delivery when the result was recorded
+ * (ms, by the database's clock: what completed_at - created_at says), or null when its guard
+ * did not hold.
+ */
+export async function recordAttemptsAged(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<(number | null)[]> {
   if (results.length === 0) return [];
   // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
   // instead of pg's per-element escaping of a dozen text arrays.
@@ -60,6 +131,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
       outcome: r.outcome,
       automation_id: r.automation?.id ?? null,
       automation_version: r.automation?.version ?? null,
+      fk: r.failure ?? null,
       dlq_id: newId('dlq'),
       notification: deliveryNotification(
         deliveryView({
@@ -75,59 +147,16 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
   });
   const { rows } = await db.query({
     name: 'record_attempts',
-    text: `WITH r AS (
-       SELECT * FROM json_to_recordset($1::json)
-         AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
-              duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
-              dispatch_headers jsonb, outcome text, automation_id text, automation_version int, dlq_id text, notification text)
-     ), upd AS (
-       UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
-              completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
-              dispatch_body = COALESCE(decode(r.dispatch_body, 'base64'), d.dispatch_body),
-              dispatch_content_type = COALESCE(r.dispatch_content_type, d.dispatch_content_type),
-              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers),
-              automation_id = COALESCE(r.automation_id, d.automation_id),
-              automation_version = COALESCE(r.automation_version, d.automation_version)
-         FROM r
-        WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.status, d.next_attempt_at
-     ), att AS (
-       INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
-       SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
-         FROM upd JOIN r ON r.id = upd.id
-       ON CONFLICT (delivery_id, number) DO NOTHING
-     ), dlq AS (
-       INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason)
-       SELECT r.dlq_id, upd.project_id, upd.webhook_id, upd.id, COALESCE(r.error, 'HTTP ' || r.status_code::text)
-         FROM upd JOIN r ON r.id = upd.id WHERE upd.status = 'failed'
-       ON CONFLICT (delivery_id) DO NOTHING
-     ), retry_job AS (
-       SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', 'next_attempt_at')}
-         FROM upd WHERE upd.status = 'retrying'
-     ), next_head AS (
-       SELECT ${addAttemptJobSql('$2', 'n.id', 'upd.webhook_id')}
-         FROM upd
-         JOIN webhooks w ON w.id = upd.webhook_id AND w.delivery_mode = 'strict_fifo' AND w.status = 'active'
-         CROSS JOIN LATERAL (
-           SELECT x.id FROM deliveries x
-            WHERE x.webhook_id = upd.webhook_id AND x.status IN ('queued','scheduled','retrying') AND x.id <> upd.id
-            ORDER BY x.seq LIMIT 1) n
-        WHERE upd.status <> 'retrying'
-     ), notified AS (
-       SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
-     )
-     SELECT upd.id, upd.webhook_id, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
-            (SELECT count(*) FROM notified) AS notified
-       FROM upd`,
+    text: RECORD_SQL,
     // The ids once more as an array, and the status test out of the indexes' reach: the rows are
     // found by primary key, never by a scan of every 'delivering' entry of the status index
     // (which statistics taken while nothing was in flight make look cheap).
     values: [JSON.stringify(batch), ATTEMPT_TASK, NOTIFY_CHANNEL, results.map((r) => r.deliveryId)],
   });
-  const recorded = new Set<string>();
+  const recorded = new Map<string, number>();
   const released = new Map<string, number>();
   for (const row of rows) {
-    recorded.add(row.id);
+    recorded.set(row.id, Number(row.age_ms));
     released.set(row.webhook_id, (released.get(row.webhook_id) ?? 0) + 1);
   }
   // Release the webhooks' in-flight slots in statements of their own, one webhook each: inside
@@ -137,7 +166,14 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
   for (const [webhookId, n] of [...released].sort(([a], [b]) => (a < b ? -1 : 1))) {
     await db.query({ name: 'release_in_flight', text: 'UPDATE webhooks SET in_flight = GREATEST(in_flight - $2, 0) WHERE id = $1', values: [webhookId, n] });
   }
-  return results.map((r) => recorded.has(r.deliveryId));
+  return results.map((r) => recorded.get(r.deliveryId) ?? null);
+}
+
+/** This process's Prometheus series for a recorded attempt. */
+function countAttempt(r: AttemptResult) {
+  deliveryOutcomes.inc({ outcome: r.outcome });
+  if (r.outcome !== 'retry') deliveriesFinished.inc({ outcome: r.outcome });
+  if (r.durationMs !== null) attemptDuration.observe(r.durationMs / 1000);
 }
 
 /**
@@ -170,6 +206,8 @@ export class AttemptRecorder {
   constructor(
     private readonly db: pg.Pool,
     private readonly maxBatch = 200,
+    /** The metrics roll-ups the recorded results go to (none with METRICS_ROLLUPS=off). */
+    private readonly rollups?: RollupWriter,
   ) {}
 
   record(result: AttemptResult): Promise<boolean> {
@@ -189,8 +227,17 @@ export class AttemptRecorder {
         // leases ran out. A result written after its lease was taken over is refused by the guard.
         for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
           try {
-            const ok = await recordAttempts(this.db, batch.map((p) => p.result));
-            batch.forEach((p, i) => p.resolve(ok[i]));
+            const recordedAt = Date.now();
+            const ages = await recordAttemptsAged(this.db, batch.map((p) => p.result));
+            batch.forEach((p, i) => {
+              const age = ages[i];
+              if (age !== null) {
+                countAttempt(p.result);
+                const r = p.result;
+                this.rollups?.add({ webhookId: r.delivery.webhook_id, projectId: r.delivery.project_id, outcome: r.outcome, statusCode: r.statusCode, failure: r.failure, ageMs: age, recordedAt });
+              }
+              p.resolve(age !== null);
+            });
             break;
           } catch (err) {
             if (isDatabaseUnavailable(err) && Date.now() - since < RECORD_RETRY_MS) {

@@ -11,6 +11,9 @@ import '../webhooks/graphql.ts';
 import '../providers/graphql.ts';
 import '../files/graphql.ts';
 import '../automations/graphql.ts';
+import '../metrics/graphql.ts';
+import '../drains/graphql.ts';
+import '../alerts/graphql.ts';
 
 const built = builder.toSchema().toConfig();
 // Root types are declared once in the builder; a root type no domain has filled yet is left out.

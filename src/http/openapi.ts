@@ -268,6 +268,10 @@ function conflict(route: RestRoute): Json | undefined {
     cases.push(replayQuota('backlog_depth'));
     said.push('`quota_exceeded` (`backlog_depth`): too many deliveries are pending');
   }
+  if (errors.includes('drain_quota')) {
+    cases.push(new QuotaExceeded({ quota: 'event_drains', scope: 'project', limit: 1, current: 1, delta: 1 }));
+    said.push('`quota_exceeded` (`event_drains`): the tier allows no more drains (1 on Pro, 3 on Business)');
+  }
   if (errors.includes('ingest')) {
     cases.push(new WebhookPaused(), replayQuota('backlog_depth'), replayQuota('stored_payload_bytes'));
     said.push('`webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit');
@@ -505,6 +509,20 @@ function publicPaths(): Json {
         },
       },
     },
+    '/metrics': {
+      get: {
+        operationId: 'getPrometheusMetrics',
+        tags: ['Health'],
+        summary: "This process's Prometheus metrics",
+        description:
+          'Prometheus text exposition format (docs/observability.md names every series). Served only when the process has `METRICS_TOKEN` set, to `Authorization: Bearer <METRICS_TOKEN>` (not an API key); otherwise, or with another token, 404. Each process exposes its own; worker-only processes serve it on `METRICS_PORT`.',
+        security: [],
+        responses: {
+          '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '404': { description: 'No METRICS_TOKEN configured, or the bearer token is not it.', content: errorContent([new NotFound('metrics')]) },
+        },
+      },
+    },
   };
 }
 
@@ -696,6 +714,7 @@ const TAGS: Json[] = [
   { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
   { name: 'Automations', description: 'Automations: versioned user code run in a sandbox in the event path (a webhook transform), their runs, and the egress policy of their subrequests.' },
   { name: 'Schedules', description: "Recurring schedules: the cron ingest channel, each tick an event of the schedule's webhook." },
+  { name: 'Observability', description: 'Metrics and backlog of a webhook (from roll-ups), event drains and operator alerting.' },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },
   { name: 'Files', description: 'Files of form posts and emails whose content the project keeps (Starter and above), while payload retention keeps them.' },

@@ -27,7 +27,7 @@ export interface RestRoute {
   form?: true;
 }
 
-export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Automations' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Files' | 'Contacts' | 'Messages';
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Automations' | 'Schedules' | 'Observability' | 'Deliveries' | 'DLQ' | 'Files' | 'Contacts' | 'Messages';
 
 /**
  * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
@@ -39,7 +39,7 @@ export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Pro
  * `automation_runs`: 429 `automation_runs`, `automation_cpu_ms`, `automation_subrequests`,
  * `automation_log_bytes`, `automation_concurrency` (a run refused).
  */
-export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest' | 'automation_counts' | 'automation_runs';
+export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest' | 'automation_counts' | 'automation_runs' | 'drain_quota';
 
 export const REST_ROUTES: RestRoute[] = [
   // projects
@@ -98,6 +98,22 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'PATCH', path: '/webhooks/:id/schedules/:scheduleId', field: 'Mutation.updateSchedule', operationId: 'updateSchedule', tag: 'Schedules', errors: ['tier_required'] },
   { method: 'DELETE', path: '/webhooks/:id/schedules/:scheduleId', field: 'Mutation.deleteSchedule', operationId: 'deleteSchedule', tag: 'Schedules', errors: ['tier_required'] },
   { method: 'POST', path: '/webhooks/:id/schedules/:scheduleId/trigger', field: 'Mutation.triggerSchedule', status: 202, operationId: 'triggerSchedule', tag: 'Schedules', errors: ['tier_required', 'ingest'] },
+
+  // observability (CONTRACT §9)
+  { method: 'GET', path: '/webhooks/:id/metrics', field: 'Query.webhookMetrics', operationId: 'getWebhookMetrics', tag: 'Observability' },
+  { method: 'GET', path: '/webhooks/:id/backlog', field: 'Query.webhookBacklog', operationId: 'getWebhookBacklog', tag: 'Observability' },
+  { method: 'GET', path: '/project/drains', field: 'Query.drains', operationId: 'listDrains', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'POST', path: '/project/drains', field: 'Mutation.createDrain', status: 201, operationId: 'createDrain', tag: 'Observability', errors: ['tier_required', 'drain_quota'] },
+  { method: 'GET', path: '/project/drains/:id', field: 'Query.drain', operationId: 'getDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/project/drains/:id', field: 'Mutation.updateDrain', operationId: 'updateDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'DELETE', path: '/project/drains/:id', field: 'Mutation.deleteDrain', operationId: 'deleteDrain', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/alert-rules', field: 'Query.alertRules', operationId: 'listAlertRules', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'POST', path: '/project/alert-rules', field: 'Mutation.createAlertRule', status: 201, operationId: 'createAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/alert-rules/:id', field: 'Query.alertRule', operationId: 'getAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/project/alert-rules/:id', field: 'Mutation.updateAlertRule', operationId: 'updateAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'DELETE', path: '/project/alert-rules/:id', field: 'Mutation.deleteAlertRule', operationId: 'deleteAlertRule', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/alert-dispatches', field: 'Query.alertDispatches', operationId: 'listAlertDispatches', tag: 'Observability', errors: ['tier_required'] },
+  { method: 'POST', path: '/project/drains/:id/rotate-secret', field: 'Mutation.rotateDrainSecret', operationId: 'rotateDrainSecret', tag: 'Observability', errors: ['tier_required'] },
 
   // deliveries, replay, DLQ
   { method: 'GET', path: '/deliveries', field: 'Query.deliveries', operationId: 'listDeliveries', tag: 'Deliveries' },

@@ -7,6 +7,9 @@ import { createDocsHandler } from './docs.ts';
 import { createGraphQLHandler } from './graphql.ts';
 import { sendError, sendJson } from './respond.ts';
 import { createRestHandler } from './rest.ts';
+import { REST_ROUTES } from './routes.ts';
+import { httpDuration, httpRequests } from '../prom.ts';
+import { createMetricsHandler } from './metrics.ts';
 
 export interface HttpServer {
   server: http.Server;
@@ -25,15 +28,40 @@ export interface ExtraRoutes {
   [prefix: string]: RouteHandler;
 }
 
+const ROUTE_MATCHERS = REST_ROUTES.map((r) => ({
+  method: r.method,
+  re: new RegExp(`^/v1${r.path.replace(/:[A-Za-z]+/g, '[^/]+')}/?$`),
+  label: r.operationId,
+}));
+const PREFIXES = ['/healthz', '/readyz', '/metrics', '/graphql', '/docs', '/i', '/f', '/files', '/dashboard'];
+
+/** The `route` label: the REST operationId, else the path group (bounded cardinality: never the raw path). */
+function routeLabel(method: string, rawUrl: string): string {
+  const path = rawUrl.split('?', 1)[0];
+  if (path.startsWith('/v1/')) {
+    const m = ROUTE_MATCHERS.find((r) => r.method === method && r.re.test(path));
+    return m ? m.label : 'v1_unmatched';
+  }
+  const prefix = PREFIXES.find((p) => path === p || path.startsWith(`${p}/`));
+  return prefix ? prefix.slice(1) : 'other';
+}
+
 export async function startHttpServer(rt: Runtime, opts: { port: number; host?: string; extraRoutes?: ExtraRoutes }): Promise<HttpServer> {
   const rest = createRestHandler(rt, schema);
   const gql = createGraphQLHandler(rt, schema);
   const docs = createDocsHandler();
   const extra = Object.entries(opts.extraRoutes ?? {});
+  const metrics = createMetricsHandler(rt.config.METRICS_TOKEN);
   let draining = false;
 
   const server = http.createServer(async (req, res) => {
     if (draining) res.setHeader('connection', 'close');
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      const route = routeLabel(req.method ?? 'GET', req.url ?? '/');
+      httpRequests.inc({ route, method: req.method ?? '', status: String(res.statusCode) });
+      httpDuration.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);
+    });
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
@@ -51,6 +79,7 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
           return sendJson(res, 503, { error: { code: 'unavailable', message: 'The database is not reachable.' } }, { 'retry-after': '2' });
         }
       }
+      if (path === '/metrics') return await metrics(req, res);
       if (path === '/graphql') return await gql.handleGraphQL(req, res, url);
       if (path === '/docs' || path.startsWith('/docs/')) return docs(req, res, url);
       if (path === '/v1' || path.startsWith('/v1/')) return await rest(req, res, url);
@@ -78,7 +107,7 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
     server,
     port,
     url: `http://127.0.0.1:${port}`,
-    servedPrefixes: ['/healthz', '/readyz', '/graphql', '/docs', '/v1', ...extra.map(([prefix]) => prefix)],
+    servedPrefixes: ['/healthz', '/readyz', ...(rt.config.METRICS_TOKEN ? ['/metrics'] : []), '/graphql', '/docs', '/v1', ...extra.map(([prefix]) => prefix)],
     async close(timeoutMs = 10_000) {
       draining = true;
       const closed = new Promise<void>((r) => server.close(() => r()));

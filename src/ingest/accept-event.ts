@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { InvalidState, NotFound } from '../errors.ts';
+import { DomainError, InvalidState, NotFound } from '../errors.ts';
+import { ingestEvents } from '../prom.ts';
 import { sha256Hex } from '../encryption.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
@@ -90,6 +91,28 @@ export type InboundEventSource = InboundEvent | ((target: IngestTarget) => Inbou
  * the next in one transaction); the event then commits with it. Without, on the pool.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+  // The channel labels this process's Prometheus series; a source built once the webhook is
+  // known (form, email) names it when built ('unknown' for a refusal before that).
+  let channel: string = typeof event === 'function' ? 'unknown' : event.channel;
+  const source: InboundEventSource =
+    typeof event === 'function'
+      ? (target) => {
+          const built = event(target);
+          channel = built.channel;
+          return built;
+        }
+      : event;
+  try {
+    const accepted = await acceptOnce(rt, publicId, source, admit, client);
+    ingestEvents.inc({ channel, result: accepted.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
+    return accepted;
+  } catch (err) {
+    ingestEvents.inc({ channel, result: 'refused', reason: err instanceof DomainError ? err.code : 'error' });
+    throw err;
+  }
+}
+
+async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
   let { target, kept } = await cache.get(rt, publicId, client);

@@ -16,6 +16,7 @@ const FEATURE_NAMES: Record<Feature, string> = {
   default_delay: 'Default delivery delay',
   throttling: 'Throttling',
   operator_alerting: 'Operator alerting',
+  event_drains: 'Event drains',
   audit_log_api: 'Audit log API',
   overage: 'Monthly delivery overage',
 };

@@ -62,6 +62,7 @@ export const FEATURE_TIERS = {
   default_delay: 'pro',
   throttling: 'pro',
   operator_alerting: 'pro',
+  event_drains: 'pro',
   audit_log_api: 'business',
   overage: 'starter',
 } as const satisfies Record<string, Tier>;

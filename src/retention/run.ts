@@ -66,6 +66,8 @@ export interface RetentionReport {
   counterRowsFolded: number;
   /** File content removed (its payload retention ended): rows marked purged, file_storage_bytes down. */
   filesPurged: number;
+  /** Metric roll-up buckets and backlog samples past history retention (src/metrics). */
+  rollupsDeleted: number;
   complete: boolean;
 }
 
@@ -90,6 +92,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Par
     dedupeKeysDeleted: 0,
     counterRowsFolded: 0,
     filesPurged: 0,
+    rollupsDeleted: 0,
     complete: true,
   };
   const lock = await rt.db.pool.connect();
@@ -205,6 +208,17 @@ async function cursorWalk(db: pg.Pool, s: PassState, report: RetentionReport, we
   return total;
 }
 
+/** A webhook's metric buckets and backlog samples older than history retention, a batch of each by primary key. */
+const DELETE_ROLLUPS = `WITH m AS (
+  DELETE FROM webhook_metric_buckets WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM webhook_metric_buckets WHERE webhook_id = $1 AND size IN (60, 900, 7200, 21600) AND bucket_start < $2 LIMIT $3))
+  RETURNING 1
+), b AS (
+  DELETE FROM webhook_backlog_samples WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM webhook_backlog_samples WHERE webhook_id = $1 AND size IN (60, 900, 7200, 21600) AND bucket_start < $2 LIMIT $3))
+  RETURNING 1
+) SELECT GREATEST((SELECT count(*) FROM m), (SELECT count(*) FROM b)) AS n`;
+
 interface WebhookRow {
   id: string;
   project_id: string;
@@ -242,6 +256,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
         }
       }
       report.eventsDeleted += await drain(db, s, report, DELETE_EVENTS, [w.id, idBefore('evt', history)]);
+      report.rollupsDeleted += await drain(db, s, report, DELETE_ROLLUPS, [w.id, new Date(history)]);
       report.payloadsPurged += await cursorWalk(db, s, report, w.id, 'payload', idBefore('evt', payload));
       report.dispatchesPurged += await cursorWalk(db, s, report, w.id, 'dispatch', idBefore('del', payload));
       if (Date.now() > s.deadline) {
