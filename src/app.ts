@@ -6,6 +6,7 @@ import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger, workerLogger } from './db/migrate.ts';
 import { createHttpIngestHandler } from './ingest/http-ingest.ts';
+import { createDashboardHandler } from './http/dashboard.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
@@ -54,7 +55,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
-    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt) };
+    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/dashboard': createDashboardHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
   }
