@@ -16,6 +16,12 @@ export const PAGES: PageDef[] = [
   { path: '/deliveries', nav: 'Deliveries', load: () => import('./pages/deliveries.tsx') },
   { path: '/deliveries/:id', load: () => import('./pages/delivery.tsx') },
   { path: '/dlq', nav: 'Dead-letter queue', load: () => import('./pages/dlq.tsx') },
+  { path: '/schedules', nav: 'Schedules', load: () => import('./pages/schedules.tsx') },
+  { path: '/providers', nav: 'Provider packs', load: () => import('./pages/providers.tsx') },
+  { path: '/conversations/:contactId?', nav: 'Conversations', load: () => import('./pages/conversations.tsx') },
+  { path: '/usage', nav: 'Usage & quotas', load: () => import('./pages/usage.tsx') },
+  { path: '/api-keys', nav: 'API keys', load: () => import('./pages/api-keys.tsx') },
+  { path: '/audit-log', nav: 'Audit log', load: () => import('./pages/audit-log.tsx') },
 ];
 
 /** Where a nav entry links to: its path without parameters. */

@@ -1,0 +1,263 @@
+// The dashboard in a real browser: Debian's Chromium driven by playwright-core (no browser
+// download). Skipped, with a notice, when Chromium is not installed (`apt-get install -y chromium`).
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUser } from '../src/users/service.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { startReceiver } from './support/receiver.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
+
+const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => p && existsSync(p));
+const OUT = 'test-results/dashboard';
+/** UPDATE_README_IMAGES=1 also writes the README's screenshots to docs/images. */
+const README_IMAGES = process.env.UPDATE_README_IMAGES === '1';
+
+if (!CHROMIUM) {
+  console.warn('\n[dashboard e2e] SKIPPED: no Chromium found (apt-get install -y chromium, or set CHROMIUM_PATH).\n');
+}
+
+describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
+  let app: TestApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let apiKey: string;
+  let projectId: string;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const email = 'operator@example.com';
+  const password = 'operator password 1';
+  let webhook: { id: string; publicId: string; ingestSecret: string };
+  let deliveryId: string;
+
+  const shot = async (name: string) => {
+    await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+  };
+  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await app.api(apiKey, 'POST', '/graphql', { query, variables });
+    if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+    return res.body.data;
+  };
+
+  beforeAll(async () => {
+    await mkdir(OUT, { recursive: true });
+    app = await startTestApp({ worker: true });
+    ({ apiKey, projectId } = await ingestingProject(app));
+    await createUser(app.rt, { email, projectId, password });
+    receiver = await startReceiver(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"received":true}' }));
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    context = await browser.newContext({ baseURL: app.url, viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await app?.stop();
+  });
+
+  it('refuses a wrong password with the form again', async () => {
+    await page.goto('/dashboard');
+    await expect.poll(() => page.url()).toContain('/dashboard/login');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('not my password');
+    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/dashboard/login') && r.request().method() === 'POST'), page.getByRole('button', { name: 'Sign in' }).click()]);
+    expect(response.status()).toBe(401);
+    await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
+    await shot('01-wrong-password');
+  });
+
+  it('signs in, and the first load is small and quick (measured)', async () => {
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/dashboard/webhooks');
+
+    // A fresh tab, cold cache: compressed JavaScript bytes and time until the page answers input.
+    const cold = await context.newPage();
+    const client = await context.newCDPSession(cold);
+    await client.send('Network.clearBrowserCache');
+    let jsBytes = 0;
+    cold.on('response', async (r) => {
+      if (r.request().resourceType() === 'script') jsBytes += Number((await r.allHeaders())['content-length'] ?? (await r.body()).length);
+    });
+    await cold.goto('/dashboard/webhooks');
+    await cold.getByText('No webhooks yet').waitFor();
+    const tti = await cold.evaluate(() => performance.now());
+    await cold.getByRole('button', { name: 'New webhook' }).click();
+    await cold.getByLabel('Destination URL').waitFor();
+    const metrics = { firstLoadJsCompressedBytes: jsBytes, timeToInteractiveMs: Math.round(tti) };
+    console.log(`[dashboard e2e] first load: ${(jsBytes / 1024).toFixed(1)} KB compressed JS, interactive after ${metrics.timeToInteractiveMs} ms`);
+    await writeFile(path.join(OUT, 'metrics.json'), JSON.stringify(metrics, null, 2));
+    await cold.close();
+    expect(jsBytes).toBeGreaterThan(0);
+    expect(jsBytes).toBeLessThan(300 * 1024);
+    await shot('02-signed-in');
+  });
+
+  it('creates a webhook, with its secrets shown once', async () => {
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    await page.getByLabel('Name').fill('Orders');
+    await page.getByLabel('Destination URL').fill(`${receiver.url}/hook`);
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByText('Webhook “Orders” created').waitFor();
+    const ingestSecret = await page.getByLabel('Ingest secret', { exact: true }).textContent();
+    const ingestUrl = await page.getByLabel('Ingest URL', { exact: true }).textContent();
+    expect(ingestSecret).toMatch(/^whsec_/);
+    const publicId = ingestUrl!.split('/').pop()!;
+    const { webhooks } = await gql('{ webhooks { items { id publicId name } } }');
+    const row = webhooks.items.find((w: any) => w.publicId === publicId);
+    expect(row.name).toBe('Orders');
+    webhook = { id: row.id, publicId, ingestSecret: ingestSecret! };
+    await page.getByRole('row', { name: /Orders/ }).waitFor();
+    await shot('03-webhook-created');
+  });
+
+  it('shows an event’s delivery live, with its attempts', async () => {
+    await page.goto(`/dashboard/deliveries?webhookId=${webhook.id}`);
+    await page.getByText('No deliveries match').waitFor();
+    await page.locator('.live:not(.off)').waitFor();
+    // Give the subscription a moment to be registered server-side (it is lazy: opened on first use).
+    await waitFor(async () => (await page.evaluate(() => performance.getEntriesByType('resource').length)) > 0, 2_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const sent = await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` }, body: '{"type":"order.created","id":1}' });
+    expect(sent.status).toBe(202);
+    deliveryId = sent.body.deliveryId;
+    // No reload: the row arrives over graphql-ws, then turns succeeded.
+    const row = page.locator(`tr[data-delivery-id="${deliveryId}"]`);
+    await row.waitFor();
+    await row.getByText('succeeded').waitFor();
+    await shot('04-delivery-live');
+
+    await row.getByRole('link', { name: deliveryId }).click();
+    await page.getByRole('heading', { name: 'Attempt 1' }).waitFor();
+    await page.getByText('HTTP 200').waitFor();
+    await page.getByText('{"received":true}').waitFor();
+    await shot('05-delivery-attempts');
+    if (README_IMAGES) await page.screenshot({ path: 'docs/images/dashboard-delivery-attempts.png' });
+  });
+
+  it('replays the delivery', async () => {
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Replay' }).click();
+    await page.getByText('Replay queued').waitFor();
+    const replay = await waitFor(async () => {
+      const { deliveries } = await gql('query($w: String) { deliveries(webhookId: $w) { items { id replayOf status } } }', { w: webhook.id });
+      return deliveries.items.find((d: any) => d.replayOf === deliveryId && d.status === 'succeeded');
+    }, 15_000);
+    expect(replay).toBeTruthy();
+    expect(receiver.received.length).toBeGreaterThanOrEqual(2);
+    await shot('06-replayed');
+  });
+
+  it('rotates the ingest secret, showing the new one once', async () => {
+    await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Rotate ingest secret' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate ingest secret' }).click();
+    const secret = await page.getByLabel('New ingest secret', { exact: true }).textContent();
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(webhook.ingestSecret);
+    expect((await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(202);
+    await shot('07-secret-rotated');
+    if (README_IMAGES) {
+      await page.goto('/dashboard/webhooks');
+      await page.getByRole('row', { name: /Orders/ }).waitFor();
+      await page.screenshot({ path: 'docs/images/dashboard-webhooks.png' });
+      await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    }
+  });
+
+  it('pauses and resumes the webhook', async () => {
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('button', { name: 'Resume' }).waitFor();
+    await page.locator('.page-header .badge', { hasText: 'paused' }).waitFor();
+    const paused = await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` } });
+    expect(paused.status).toBe(409);
+    expect(paused.body.error.code).toBe('webhook_paused');
+    await shot('08-paused');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('button', { name: 'Pause' }).waitFor();
+    await page.locator('.page-header .badge', { hasText: 'active' }).waitFor();
+    expect((await gql('query($id: ID!) { webhook(id: $id) { status } }', { id: webhook.id })).webhook.status).toBe('active');
+  });
+
+  it('re-drives a DLQ entry', async () => {
+    const failing = await startReceiver(() => ({ status: 400, body: 'bad payload' }));
+    try {
+      const hook = await createWebhook(app, apiKey, { name: 'Failing', url: `${failing.url}/hook`, retryPolicy: { maxAttempts: 1 } });
+      const sent = await ingest(app, hook.publicId, { headers: { authorization: `Bearer ${hook.ingestSecret}` } });
+      expect(sent.status).toBe(202);
+      const entry = await waitFor(async () => (await gql('query($w: String) { dlq(webhookId: $w) { items { id deliveryId } } }', { w: hook.id })).dlq.items[0], 15_000);
+      await page.goto(`/dashboard/dlq?webhookId=${hook.id}`);
+      const row = page.locator(`tr[data-dlq-id="${entry.id}"]`);
+      await row.waitFor();
+      await shot('09-dlq');
+      await row.getByRole('button', { name: `Re-drive ${entry.id}` }).click();
+      await page.getByText('Re-drive queued').waitFor();
+      const redriven = await waitFor(async () => {
+        const { dlq } = await gql('query($w: String) { dlq(webhookId: $w, state: "all") { items { id redrivenAt redriveDeliveryId } } }', { w: hook.id });
+        return dlq.items.find((e: any) => e.id === entry.id && e.redrivenAt);
+      }, 10_000);
+      expect(redriven.redriveDeliveryId).toBeTruthy();
+      await waitFor(() => failing.received.length >= 2, 10_000);
+      await shot('10-dlq-redriven');
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it('a page of another origin cannot act with the session (CSRF)', async () => {
+    const keysBefore = (await gql('{ apiKeys(limit: 100) { items { id } } }')).apiKeys.items.length;
+    // Another origin on the same site (127.0.0.1, another port): the browser does send the cookie.
+    const attacker = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><title>evil</title>
+        <form id="f" method="post" action="${app.url}/graphql" enctype="text/plain" target="sink"><input name='{"query":"mutation { createApiKey(name: \\"evil\\") { key } }","x":"' value='"}'></form>
+        <iframe name="sink"></iframe>
+        <script>
+          const body = JSON.stringify({ query: 'mutation { createApiKey(name: "evil") { key } }' });
+          Promise.allSettled([
+            fetch('${app.url}/graphql', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body }),
+            fetch('${app.url}/graphql', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json', 'x-csrf-token': 'guess' }, body }),
+            fetch('${app.url}/graphql', { method: 'POST', credentials: 'include', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body }),
+            fetch('${app.url}/dashboard', { credentials: 'include' }).then((r) => r.text()),
+          ]).then((results) => {
+            document.getElementById('f').submit();
+            document.title = 'done:' + results.map((r) => r.status).join(',');
+          });
+        </script>`);
+    });
+    await new Promise<void>((r) => attacker.listen(0, '127.0.0.1', () => r()));
+    try {
+      const evil = await context.newPage();
+      await evil.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`);
+      await expect.poll(() => evil.title(), { timeout: 10_000 }).toMatch(/^done:/);
+      // Every fetch failed or was unreadable: CORS gives no credentials, and /dashboard has no CORS at all.
+      expect(await evil.title()).toBe('done:rejected,rejected,fulfilled,rejected');
+      await new Promise((r) => setTimeout(r, 500));
+      await evil.close();
+    } finally {
+      attacker.close();
+    }
+    expect((await gql('{ apiKeys(limit: 100) { items { id name } } }')).apiKeys.items.length).toBe(keysBefore);
+    // Still signed in.
+    await page.goto('/dashboard/api-keys');
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    await shot('11-after-csrf-attempt');
+  });
+
+  it('signs out', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('You are signed out.').waitFor();
+    await shot('12-signed-out');
+    await page.goto('/dashboard/webhooks');
+    await expect.poll(() => page.url()).toContain('/dashboard/login');
+  });
+});
