@@ -213,6 +213,59 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     }
   });
 
+  it('shows a message arriving live in the conversations view; sends one and reacts', async () => {
+    const { createContact } = await gql('mutation { createContact(username: "ana", phone_number: "+15550001111", display_name: "Ana") { id conversation_id } }');
+    await page.goto(`/dashboard/conversations/${createContact.id}`);
+    await page.getByRole('heading', { name: 'Conversation with Ana' }).waitFor();
+    await page.getByText('No messages yet').waitFor();
+    await page.locator('.live:not(.off)').waitFor();
+    await new Promise((r) => setTimeout(r, 500));
+    // Sent through the API by someone else: it appears without a reload.
+    const { sendMessage } = await gql('mutation($c: ID!) { sendMessage(conversation_id: $c, message: "Hello from the API") { id } }', { c: createContact.conversation_id });
+    const arrived = page.locator(`li[data-message-id="${sendMessage.id}"]`);
+    await arrived.getByText('Hello from the API').waitFor();
+    // Sent and reacted to from the dashboard.
+    await page.getByLabel('Message', { exact: true }).fill('Hi Ana, from the dashboard');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByText('Hi Ana, from the dashboard').waitFor();
+    await arrived.getByRole('button', { name: 'React like to this message' }).click();
+    await arrived.locator('.badge', { hasText: 'like 1' }).waitFor();
+    const { messages } = await gql('query($c: ID) { messages(conversation_id: $c) { data { message reactions } } }', { c: createContact.conversation_id });
+    expect(messages.data.map((m: any) => m.message)).toEqual(['Hi Ana, from the dashboard', 'Hello from the API']);
+    expect(messages.data[1].reactions).toEqual([{ like: [email] }]);
+    await shot('11-conversation-live');
+  });
+
+  it('is usable on a phone: the menu opens and navigates', async () => {
+    const phone = await browser.newContext({ baseURL: app.url, viewport: { width: 390, height: 844 }, storageState: await context.storageState(), isMobile: true, hasTouch: true });
+    try {
+      const p = await phone.newPage();
+      await p.goto('/dashboard/webhooks');
+      await p.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+      expect(await p.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(false);
+      await p.getByRole('button', { name: 'Menu' }).click();
+      await p.getByRole('link', { name: 'Dead-letter queue' }).click();
+      await p.getByRole('heading', { name: 'Dead-letter queue', level: 1 }).waitFor();
+      // No horizontal scrolling of the page itself.
+      expect(await p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+      await p.screenshot({ path: path.join(OUT, '12-phone.png'), fullPage: true });
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('can be used with the keyboard alone: skip link, focus on the page heading after navigation', async () => {
+    await page.goto('/dashboard/webhooks');
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.getByRole('link', { name: 'Deliveries' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Deliveries', level: 1 }).waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('page-title');
+    await shot('12-keyboard-focus');
+  });
+
   it('a page of another origin cannot act with the session (CSRF)', async () => {
     const keysBefore = (await gql('{ apiKeys(limit: 100) { items { id } } }')).apiKeys.items.length;
     // Another origin on the same site (127.0.0.1, another port): the browser does send the cookie.
@@ -250,13 +303,13 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     // Still signed in.
     await page.goto('/dashboard/api-keys');
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
-    await shot('11-after-csrf-attempt');
+    await shot('13-after-csrf-attempt');
   });
 
   it('signs out', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByText('You are signed out.').waitFor();
-    await shot('12-signed-out');
+    await shot('14-signed-out');
     await page.goto('/dashboard/webhooks');
     await expect.poll(() => page.url()).toContain('/dashboard/login');
   });

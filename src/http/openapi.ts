@@ -476,9 +476,9 @@ function publicPaths(): Json {
         },
         responses: {
           '303': { description: 'Signed in: the session cookie is set; `Location: /dashboard`.', headers: { 'Set-Cookie': { description: 'The session cookie.', schema: { type: 'string' } } } },
-          '401': { description: 'Wrong email or password: the sign-in form again, with the message.', content: { 'text/html': { schema: { type: 'string' } } } },
-          '403': { description: 'Sent from a page of another origin.', content: { 'text/html': { schema: { type: 'string' } } } },
-          '429': { description: 'Too many failed sign-ins from this address or for this account: the form again; Retry-After says when to try again.', headers: { 'Retry-After': ref('headers', 'RetryAfter') }, content: { 'text/html': { schema: { type: 'string' } } } },
+          '401': { description: 'Wrong email or password: the sign-in page again (HTML), with the message.' },
+          '403': { description: 'Sent from a page of another origin (an HTML page).' },
+          '429': { description: 'Too many failed sign-ins from this address or for this account: the sign-in page again (HTML); Retry-After says when to try again.', headers: { 'Retry-After': ref('headers', 'RetryAfter') } },
           '503': ref('responses', 'Unavailable'),
         },
       },
@@ -493,7 +493,7 @@ function publicPaths(): Json {
         requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf: { type: 'string' } } } } } },
         responses: {
           '303': { description: 'Signed out; `Location: /dashboard/login`.' },
-          '403': { description: 'The CSRF token is missing or wrong, or the request came from another origin.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '403': { description: 'The CSRF token is missing or wrong, or the request came from another origin.' },
           '503': ref('responses', 'Unavailable'),
         },
       },
