@@ -63,7 +63,7 @@ describe('user create (admin CLI)', () => {
 
     const unknownProject = await runCli({ DATABASE_URL: app.databaseUrl }, ['user', 'create', '--email', 'x@example.com', '--project', 'prj_nope']);
     expect(unknownProject.code).toBe(1);
-  });
+  }, 120_000);
 });
 
 describe('sign-in, session cookie, sign-out', () => {
@@ -84,6 +84,11 @@ describe('sign-in, session cookie, sign-out', () => {
     expect(wrong.text).toContain('<form method="post" action="/dashboard/login"');
     const unknown = await signIn('nobody@example.com');
     expect(unknown.res.status).toBe(401);
+    expect((await signIn(`${'a'.repeat(400)}@example.com`)).res.status).toBe(401);
+    // Not a form: the contract's error body.
+    const json = await fetch(`${app.url}/dashboard/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ana@example.com', password }) });
+    expect(json.status).toBe(400);
+    expect((await json.json()).error).toMatchObject({ code: 'invalid_request', param: 'content-type' });
 
     // Signed in: the shell, with the CSRF token and the security headers; signed out: the sign-in page.
     const shell = await fetch(`${app.url}/dashboard/webhooks`, { headers: { cookie: ok.cookie! }, redirect: 'manual' });

@@ -173,6 +173,44 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     }
   });
 
+  it('edits every part of a webhook: settings, a destination, a routing rule, a transform; the probe shows the matched rule and the transformed payload', async () => {
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByLabel('Max in flight').fill('7');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    expect((await gql('query($id: ID!) { webhook(id: $id) { maxInFlight } }', { id: webhook.id })).webhook.maxInFlight).toBe(7);
+
+    await page.getByText('Add a destination').click();
+    await page.locator('form').filter({ has: page.getByRole('button', { name: 'Add destination' }) }).getByLabel('Name').fill('archive');
+    await page.getByLabel('Config (JSON)').fill(JSON.stringify({ url: `${receiver.url}/archive` }));
+    await page.getByRole('button', { name: 'Add destination' }).click();
+    await page.getByRole('heading', { name: 'archive', level: 3 }).waitFor();
+
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByLabel('Destination', { exact: true }).selectOption({ label: 'archive' });
+    await page.getByLabel('Match (JSON)').fill('{"body.type": "order.created"}');
+    await page.getByRole('button', { name: 'Save rules' }).click();
+    await page.getByText('Rules saved.').waitFor();
+
+    await page.getByLabel('Kind').selectOption('jsonata');
+    await page.getByLabel('JSONata expression').fill('{"kind": type, "amount": data.amount * 2}');
+    await page.getByRole('button', { name: 'Save transform' }).click();
+    await page.getByText('Transform saved.').waitFor();
+
+    await page.getByLabel('Body (JSON)').fill('{"type": "order.created", "data": {"amount": 21}}');
+    await page.getByRole('button', { name: 'Run probe' }).click();
+    const result = page.getByTestId('probe-result');
+    await result.getByText('rule-1 (priority 10)').waitFor();
+    await result.getByText('archive (webhook)').waitFor();
+    await result.getByText('"amount": 42').waitFor();
+    await shot('08-probe');
+
+    // Back to a plain setup for the next steps.
+    await gql('mutation($id: ID!) { setWebhookRouting(id: $id, rules: []) { rules { name } } }', { id: webhook.id });
+    await gql('mutation($id: ID!) { setWebhookTransform(id: $id, kind: null) { kind } }', { id: webhook.id });
+    await page.reload();
+  });
+
   it('pauses and resumes the webhook', async () => {
     await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
     await page.getByRole('button', { name: 'Pause' }).click();

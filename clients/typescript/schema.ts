@@ -4896,6 +4896,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The body is not a form (`application/x-www-form-urlencoded`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Wrong email or password: the sign-in page again (HTML), with the message. */
             401: {
                 headers: {

@@ -1,6 +1,6 @@
 // Shared building blocks of every page: data hooks, errors, empty states, confirmations, fields.
 import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.ts';
 
 export interface Query<T> {
@@ -239,7 +239,7 @@ type InputProps = JSX.InputHTMLAttributes<HTMLInputElement> & { label: string; h
 
 /** A labelled input; `hint` is tied to it with aria-describedby. */
 export function Field({ label, hint, name, ...rest }: InputProps) {
-  const id = `f-${name}`;
+  const id = useId();
   return (
     <div class="field">
       <label for={id}>{label}</label>
@@ -254,7 +254,7 @@ export function Field({ label, hint, name, ...rest }: InputProps) {
 }
 
 export function TextArea({ label, hint, name, ...rest }: JSX.TextareaHTMLAttributes<HTMLTextAreaElement> & { label: string; hint?: ComponentChildren; name: string }) {
-  const id = `f-${name}`;
+  const id = useId();
   return (
     <div class="field">
       <label for={id}>{label}</label>
@@ -269,7 +269,7 @@ export function TextArea({ label, hint, name, ...rest }: JSX.TextareaHTMLAttribu
 }
 
 export function Select({ label, name, options, hint, ...rest }: JSX.SelectHTMLAttributes<HTMLSelectElement> & { label: string; name: string; hint?: ComponentChildren; options: [string, string][] }) {
-  const id = `f-${name}`;
+  const id = useId();
   return (
     <div class="field">
       <label for={id}>{label}</label>

@@ -7,10 +7,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, gzipSync, constants as zlib } from 'node:zlib';
 import { parseCookie, stringifySetCookie } from 'cookie';
-import { MethodNotAllowed, NotFound } from '../errors.ts';
+import { InvalidRequest, MethodNotAllowed, NotFound } from '../errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { csrfMatches, endSession, findSession, SESSION_IDLE_SECONDS, signIn } from '../users/service.ts';
-import { readBody } from './body.ts';
+import { mediaType, readBody } from './body.ts';
 
 export const SESSION_COOKIE = 'relay_session';
 const DIST = fileURLToPath(new URL('../../dashboard/dist/', import.meta.url));
@@ -152,6 +152,10 @@ export function createDashboardHandler(rt: Runtime) {
       }
       if (method !== 'POST') throw new MethodNotAllowed(['GET', 'POST']);
       if (crossOrigin(req)) return send(res, 403, loginPage({ css: build.css, error: 'Sign in from this site’s own page.' }), { 'content-type': 'text/html; charset=utf-8' });
+      if (mediaType(req.headers['content-type']) !== 'application/x-www-form-urlencoded') {
+        req.resume();
+        throw new InvalidRequest('Sign in with the form: application/x-www-form-urlencoded fields email and password.', 'content-type');
+      }
       const form = new URLSearchParams((await readBody(req, LOGIN_BODY_LIMIT)).toString('utf8'));
       const email = form.get('email') ?? '';
       const result = await signIn(rt, { email, password: form.get('password') ?? '', address: clientAddress(req) });

@@ -476,6 +476,7 @@ function publicPaths(): Json {
         },
         responses: {
           '303': { description: 'Signed in: the session cookie is set; `Location: /dashboard`.', headers: { 'Set-Cookie': { description: 'The session cookie.', schema: { type: 'string' } } } },
+          '400': { description: 'The body is not a form (`application/x-www-form-urlencoded`).', content: errorContent([new InvalidRequest('Sign in with the form: application/x-www-form-urlencoded fields email and password.', 'content-type')]) },
           '401': { description: 'Wrong email or password: the sign-in page again (HTML), with the message.' },
           '403': { description: 'Sent from a page of another origin (an HTML page).' },
           '429': { description: 'Too many failed sign-ins from this address or for this account: the sign-in page again (HTML); Retry-After says when to try again.', headers: { 'Retry-After': ref('headers', 'RetryAfter') } },

@@ -70,7 +70,8 @@ export type SignInResult =
  * window ends.
  */
 export async function signIn(rt: Rt, input: { email: string; password: string; address: string }): Promise<SignInResult> {
-  const email = input.email.trim().toLowerCase().slice(0, 254);
+  // Keys stay within the limiter table's varchar(255), prefix included.
+  const email = input.email.trim().toLowerCase().slice(0, 240);
   const limits = loginLimiters(rt);
   const [byAddress, byAccount] = await Promise.all([limits.address.get(input.address), limits.account.get(email)]);
   for (const [res, max] of [[byAddress, LOGIN_LIMITS.perAddress], [byAccount, LOGIN_LIMITS.perAccount]] as const) {

@@ -84,7 +84,9 @@ function Lifecycle({ webhook, onChange }: { webhook: Webhook; onChange: (w?: Web
 function Settings({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook) => void }) {
   const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
-    const vars = { id: webhook.id, ...controlsFromForm(form, true) };
+    // Only what changed: an untouched control is not re-sent (nor checked against the tier again).
+    const changed = Object.entries(controlsFromForm(form, true)).filter(([k, v]) => v !== undefined && JSON.stringify(v) !== JSON.stringify((webhook as unknown as Record<string, unknown>)[k]));
+    const vars = { id: webhook.id, ...Object.fromEntries(changed) };
     const data = await gql<{ updateWebhook: Webhook }>(
       `mutation($id: ID!, $name: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
         updateWebhook(id: $id, name: $name, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { ${WEBHOOK} }
@@ -330,8 +332,8 @@ function Transform({ webhookId, transform, onChange }: { webhookId: string; tran
             label="JSONata expression"
             name="expression"
             defaultValue={transform.expression ?? ''}
-            placeholder='{"kind": body.type, "amount": body.data.amount}'
-            hint="Evaluated against {body, headers, method, path, query, contentType, channel}; try it with the probe below."
+            placeholder='{"kind": type, "amount": data.amount}'
+            hint="Its input is the event's body parsed as JSON; its result is the payload delivered. Save it, then try it with the probe below."
           />
         ) : null}
         <ErrorBanner error={save.error} />

@@ -4,6 +4,7 @@ import { Link, useSearch } from 'wouter-preact';
 import { gql, session } from '../api.ts';
 import { Badge, Copyable, Empty, ErrorBanner, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookControls, controlsFromForm } from '../parts/webhook-controls.tsx';
+import { Sparkline, useActivity } from '../parts/activity.tsx';
 
 const FIELDS = 'id name status publicId ingestUrl deliveryMode createdAt';
 const STATUSES = ['all', 'active', 'paused', 'archived'] as const;
@@ -91,6 +92,7 @@ export default function WebhooksPage() {
       }).then((d) => d.webhooks),
     [status],
   );
+  const activity = useActivity(list.items.map((w) => w.id));
   return (
     <Page
       title="Webhooks"
@@ -132,6 +134,7 @@ export default function WebhooksPage() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Status</th>
+                <th scope="col">Last 24 h</th>
                 <th scope="col">Ingest URL</th>
                 <th scope="col">Mode</th>
                 <th scope="col">Created</th>
@@ -145,6 +148,9 @@ export default function WebhooksPage() {
                   </td>
                   <td>
                     <Badge value={w.status} />
+                  </td>
+                  <td>
+                    <Sparkline activity={activity.data?.get(w.id)} />
                   </td>
                   <td>
                     <code>{w.ingestUrl}</code>
