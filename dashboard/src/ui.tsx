@@ -103,9 +103,14 @@ export function Page({ title, actions, children }: { title: string; actions?: Co
   );
 }
 
+/** The anchor id of a section title ("Routing rules" → "routing-rules"), for in-page links. */
+export function slug(title: string): string {
+  return title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+}
+
 export function Section({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
   return (
-    <section class="card">
+    <section class="card" id={slug(title)}>
       <header class="card-header">
         <h2>{title}</h2>
         {actions}

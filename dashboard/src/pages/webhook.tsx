@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Json, Loading, Page, Section, Select, TextArea, Time, parseJsonField, useAction, useQuery } from '../ui.tsx';
+import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Json, Loading, Page, Section, Select, TextArea, Time, parseJsonField, slug, useAction, useQuery } from '../ui.tsx';
 import { SETTINGS_FIELDS, WebhookControls, controlsFromForm, type WebhookSettings } from '../parts/webhook-controls.tsx';
 import { curlExample } from './webhooks.tsx';
 
@@ -613,6 +613,13 @@ export default function WebhookPage({ params }: { params: Record<string, string 
         </>
       }
     >
+      <nav class="toc" aria-label="On this page">
+        {['Addresses and lifecycle', 'Settings', 'Destinations', 'Routing rules', 'Transform', 'Test delivery', 'Secrets', 'Provider pack', 'Quota overrides'].map((t) => (
+          <a key={t} href={`#${slug(t)}`}>
+            {t}
+          </a>
+        ))}
+      </nav>
       <Section title="Addresses and lifecycle">
         <dl class="facts">
           <dt>Id</dt>
