@@ -194,6 +194,7 @@ export function ConfirmButton(props: {
   onConfirm: () => Promise<unknown> | unknown;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
   const [typed, setTyped] = useState('');
   const [busy, setBusy] = useState(false);
   const ok = !props.confirmText || typed === props.confirmText;
@@ -202,7 +203,7 @@ export function ConfirmButton(props: {
       <button type="button" class={props.danger ? 'danger' : ''} disabled={props.disabled} onClick={() => dialog.current?.showModal()}>
         {props.label}
       </button>
-      <dialog ref={dialog} aria-labelledby={`dlg-${props.label}`} onClose={() => setTyped('')}>
+      <dialog ref={dialog} aria-labelledby={titleId} onClose={() => setTyped('')}>
         <form
           method="dialog"
           class="stack"
@@ -218,7 +219,7 @@ export function ConfirmButton(props: {
             }
           }}
         >
-          <h2 id={`dlg-${props.label}`}>{props.title}</h2>
+          <h2 id={titleId}>{props.title}</h2>
           <div>{props.body}</div>
           {props.confirmText ? (
             <label>

@@ -1,9 +1,9 @@
 // Conversations: contacts, and one contact's conversation with messages arriving live
 // (messageCreated / messageUpdated over graphql-ws); send a message, react to one.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Link } from 'wouter-preact';
+import { Link, useLocation } from 'wouter-preact';
 import { gql, session, subscribe } from '../api.ts';
-import { Empty, ErrorBanner, Field, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
+import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
 
 const MESSAGE = 'id conversation_id message reactions attachments created_at updated_at contact { id username }';
 const REACTIONS = ['like', 'love', 'laugh'];
@@ -19,9 +19,9 @@ interface Message {
   contact: { id: string; username: string };
 }
 
-function Contacts({ current }: { current?: string }) {
+function Contacts({ current, version }: { current?: string; version: number }) {
   const [pages, setPages] = useState<string[]>([]);
-  const q = useQuery(() => gql(`query($after: ID) { contacts(limit: 100, starting_after: $after) { data { id username display_name phone_number last_active_at conversation_id } has_more } }`, { after: pages.at(-1) }), [pages.length]);
+  const q = useQuery(() => gql(`query($after: ID) { contacts(limit: 100, starting_after: $after) { data { id username display_name phone_number last_active_at conversation_id } has_more } }`, { after: pages.at(-1) }), [pages.length, version]);
   const create = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
     await gql(`mutation($u: String!, $p: String!, $d: String) { createContact(username: $u, phone_number: $p, display_name: $d) { id } }`, { u: f.get('username'), p: f.get('phone_number'), d: f.get('display_name') || undefined });
@@ -78,7 +78,7 @@ function Contacts({ current }: { current?: string }) {
   );
 }
 
-function Conversation({ contactId }: { contactId: string }) {
+function Conversation({ contactId, onContactsChanged }: { contactId: string; onContactsChanged: () => void }) {
   const q = useQuery(async () => {
     const { contact } = await gql(`query($id: ID!) { contact(id: $id) { id username display_name conversation_id } }`, { id: contactId });
     const { messages } = await gql(`query($c: ID!) { messages(conversation_id: $c, limit: 100) { data { ${MESSAGE} } has_more } }`, { c: contact.conversation_id });
@@ -111,6 +111,22 @@ function Conversation({ contactId }: { contactId: string }) {
   });
   const react = useAction(async (id: string, reaction: string) => {
     await gql(`mutation($id: ID!, $r: JSON) { updateMessage(id: $id, reactions: $r) { id } }`, { id, r: { [reaction]: [session.email] } });
+  });
+  const [, navigate] = useLocation();
+  const rename = useAction(async (form: HTMLFormElement) => {
+    const name = String(new FormData(form).get('display_name') ?? '').trim();
+    const d = await gql(`mutation($id: ID!, $d: String) { updateContact(id: $id, display_name: $d) { id username display_name conversation_id } }`, { id: contactId, d: name || null });
+    q.setData((prev) => (prev ? { ...prev, contact: d.updateContact } : prev));
+    onContactsChanged();
+  });
+  const removeContact = useAction(async () => {
+    await gql(`mutation($id: ID!) { deleteContact(id: $id) { id } }`, { id: contactId });
+    onContactsChanged();
+    navigate('/conversations');
+  });
+  const removeMessage = useAction(async (id: string) => {
+    await gql(`mutation($id: ID!) { deleteMessage(id: $id) { id } }`, { id });
+    q.setData((prev) => (prev ? { ...prev, messages: prev.messages.filter((m) => m.id !== id) } : prev));
   });
   if (q.error) return <ErrorBanner error={q.error} />;
   if (!q.data) return <Loading />;
@@ -146,6 +162,7 @@ function Conversation({ contactId }: { contactId: string }) {
                   </span>
                 )),
               )}
+              <ConfirmButton label="Delete" title="Delete this message?" body="It is removed for good." danger onConfirm={() => removeMessage.call(m.id)} />
               {REACTIONS.map((r) => (
                 <button key={r} type="button" class="small" onClick={() => react.call(m.id, r)} aria-label={`React ${r} to this message`}>
                   +{r}
@@ -168,18 +185,36 @@ function Conversation({ contactId }: { contactId: string }) {
           Send
         </button>
       </form>
-      <ErrorBanner error={send.error ?? react.error} />
+      <ErrorBanner error={send.error ?? react.error ?? removeMessage.error} />
+      <details>
+        <summary>Contact settings</summary>
+        <form
+          class="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void rename.call(e.currentTarget);
+          }}
+        >
+          <Field label="Display name" name="display_name" defaultValue={c.display_name ?? ''} />
+          <button type="submit" disabled={rename.pending}>
+            Save name
+          </button>
+          <ConfirmButton label="Delete contact" danger title={`Delete ${c.display_name || c.username}?`} body="The contact, their conversation and its messages are deleted for good." onConfirm={() => removeContact.call()} />
+        </form>
+        <ErrorBanner error={rename.error ?? removeContact.error} />
+      </details>
     </Section>
   );
 }
 
 export default function ConversationsPage({ params }: { params: Record<string, string | undefined> }) {
+  const [version, setVersion] = useState(0);
   return (
     <Page title="Conversations">
       <div class="split">
-        <Contacts current={params.contactId} />
+        <Contacts current={params.contactId} version={version} />
         {params.contactId ? (
-          <Conversation contactId={params.contactId} />
+          <Conversation key={params.contactId} contactId={params.contactId} onContactsChanged={() => setVersion((v) => v + 1)} />
         ) : (
           <Empty title="Pick a contact">
             <p>Choose a contact to see their conversation; new messages appear as they are sent.</p>

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql, session, subscribe } from '../api.ts';
-import { Badge, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, Time, usePaged } from '../ui.tsx';
+import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
 import type { ApiError } from '../api.ts';
 
@@ -81,8 +81,38 @@ export default function DeliveriesPage() {
       setLive(false);
     };
   }, [key]);
+  const [notice, setNotice] = useState<string>();
+  const bulk = useAction(async () => {
+    const d = await gql(`mutation($webhookId: String, $status: String, $eventId: String, $from: String, $to: String) { createReplayJob(webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { id status total } }`, {
+      webhookId: filters.webhookId || undefined,
+      status: filters.status || undefined,
+      eventId: filters.eventId || undefined,
+      from: isoOf(filters.from),
+      to: isoOf(filters.to),
+    });
+    setNotice(`Bulk replay queued (job ${d.createReplayJob.id}, ${d.createReplayJob.total} deliveries).`);
+  });
   return (
-    <Page title="Deliveries" actions={<span class={`live ${live && !liveError ? '' : 'off'}`}>{live && !liveError ? 'Live' : 'Not live'}</span>}>
+    <Page
+      title="Deliveries"
+      actions={
+        <>
+          <span class={`live ${live && !liveError ? '' : 'off'}`}>{live && !liveError ? 'Live' : 'Not live'}</span>
+          <ConfirmButton
+            label="Replay all matching"
+            title="Replay every delivery that matches the filters?"
+            body="Each is sent again, byte for byte with the same webhook-id, as a new delivery (Starter and above; replays count against the replay volume quota)."
+            onConfirm={() => bulk.call()}
+          />
+        </>
+      }
+    >
+      {notice ? (
+        <p class="success-banner" role="status">
+          {notice}
+        </p>
+      ) : null}
+      <ErrorBanner error={bulk.error} />
       <form class="filters" role="search" aria-label="Filter deliveries" onSubmit={(e) => e.preventDefault()}>
         <WebhookSelect value={filters.webhookId} onChange={(v) => setFilter('webhookId', v)} />
         <Select label="Status" name="status" value={filters.status} onChange={(e) => setFilter('status', e.currentTarget.value)} options={[['', 'Any status'], ...STATUSES.map((s) => [s, s] as [string, string])]} />
