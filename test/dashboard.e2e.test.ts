@@ -239,6 +239,25 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     expect((await gql('query($id: ID!) { webhook(id: $id) { status } }', { id: webhook.id })).webhook.status).toBe('active');
   });
 
+  it('archives, then destroys a webhook only once its name is typed', async () => {
+    const hook = await createWebhook(app, apiKey, { name: 'Old hook', url: `${receiver.url}/old` });
+    await page.goto(`/dashboard/webhooks/${hook.id}`);
+    await page.getByRole('heading', { name: 'Old hook', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Archive' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Archive' }).click();
+    await page.locator('.page-header .badge', { hasText: 'archived' }).waitFor();
+    await page.getByRole('button', { name: 'Destroy' }).click();
+    const dialog = page.getByRole('dialog');
+    const confirm = dialog.getByRole('button', { name: 'Destroy forever' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type Old hook to confirm').fill('Old hook');
+    await shot('09-destroy-confirm');
+    await confirm.click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    const gone = await app.api(apiKey, 'POST', '/graphql', { query: 'query($id: ID!) { webhook(id: $id) { id } }', variables: { id: hook.id } });
+    expect(gone.body.errors[0].extensions.code).toBe('not_found');
+  });
+
   it('re-drives a DLQ entry', async () => {
     const failing = await startReceiver(() => ({ status: 400, body: 'bad payload' }));
     try {
