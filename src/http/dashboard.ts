@@ -80,14 +80,17 @@ function sessionToken(req: IncomingMessage): string | undefined {
   return header ? parseCookie(header)[SESSION_COOKIE] : undefined;
 }
 
-/** A POST from a page of another origin (Origin names a different host) is refused. */
-function crossOrigin(req: IncomingMessage): boolean {
-  const origin = req.headers.origin;
-  if (!origin || origin === 'null') return origin === 'null';
+/**
+ * Whether an `Origin` header names a page of another site: neither the request's own host nor
+ * PUBLIC_URL's (behind a proxy that rewrites Host). No Origin (not a browser's cross-site request): false.
+ */
+export function isForeignOrigin(origin: string | null | undefined, host: string | null | undefined, publicUrl: string): boolean {
+  if (!origin) return false;
   try {
-    return new URL(origin).host !== req.headers.host;
+    const h = new URL(origin).host;
+    return h !== host && h !== new URL(publicUrl).host;
   } catch {
-    return true;
+    return true; // "null" (sandboxed or opaque origins) and anything unparsable
   }
 }
 
@@ -151,7 +154,7 @@ export function createDashboardHandler(rt: Runtime) {
         return send(res, 200, loginPage({ css: build.css, notice: url.searchParams.has('signed-out') ? 'You are signed out.' : undefined }), { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
       }
       if (method !== 'POST') throw new MethodNotAllowed(['GET', 'POST']);
-      if (crossOrigin(req)) return send(res, 403, loginPage({ css: build.css, error: 'Sign in from this site’s own page.' }), { 'content-type': 'text/html; charset=utf-8' });
+      if (isForeignOrigin(req.headers.origin, req.headers.host, rt.config.publicUrl)) return send(res, 403, loginPage({ css: build.css, error: 'Sign in from this site’s own page.' }), { 'content-type': 'text/html; charset=utf-8' });
       if (mediaType(req.headers['content-type']) !== 'application/x-www-form-urlencoded') {
         req.resume();
         throw new InvalidRequest('Sign in with the form: application/x-www-form-urlencoded fields email and password.', 'content-type');
@@ -179,7 +182,7 @@ export function createDashboardHandler(rt: Runtime) {
       const session = await findSession(rt, token);
       // The form carries the CSRF token: another site cannot sign a user out.
       const form = new URLSearchParams((await readBody(req, LOGIN_BODY_LIMIT)).toString('utf8'));
-      if (session && (crossOrigin(req) || !csrfMatches(session, form.get('csrf') ?? req.headers['x-csrf-token']?.toString()))) {
+      if (session && (isForeignOrigin(req.headers.origin, req.headers.host, rt.config.publicUrl) || !csrfMatches(session, form.get('csrf') ?? req.headers['x-csrf-token']?.toString()))) {
         return send(res, 403, 'Sign out from the dashboard itself.', { 'content-type': 'text/plain; charset=utf-8' });
       }
       await endSession(rt, token);

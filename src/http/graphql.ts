@@ -14,21 +14,11 @@ import type { Runtime } from '../runtime.ts';
 import { MANAGEMENT_BODY_LIMIT, readBody } from './body.ts';
 import { sendError, sendFetchResponse } from './respond.ts';
 import { subscribeShared } from './shared-subscriptions.ts';
-import { sessionOfRequest } from './dashboard.ts';
+import { isForeignOrigin, sessionOfRequest } from './dashboard.ts';
 import { csrfMatches, sessionAuth } from '../users/service.ts';
 
 function unauthorizedError(err: Unauthorized) {
   return toGraphQLError(err);
-}
-
-/** Whether an Origin header names another host than the request's own (a page of another site). */
-function foreignOrigin(origin: string | null | undefined, host: string | null | undefined): boolean {
-  if (!origin) return false;
-  try {
-    return new URL(origin).host !== host;
-  } catch {
-    return true;
-  }
 }
 
 /**
@@ -40,7 +30,7 @@ async function authenticateRequest(rt: Runtime, h: { authorization?: string | nu
   if (h.authorization || !h.cookie) return authenticate(rt, h.authorization);
   const session = await sessionOfRequest(rt, h.cookie);
   if (!session) return authenticate(rt, h.authorization);
-  if (!csrfMatches(session, h.csrf) || foreignOrigin(h.origin, h.host)) {
+  if (!csrfMatches(session, h.csrf) || isForeignOrigin(h.origin, h.host, rt.config.publicUrl)) {
     throw new Unauthorized('A dashboard session needs its CSRF token in the x-csrf-token header, from the dashboard itself.');
   }
   return sessionAuth(session);
