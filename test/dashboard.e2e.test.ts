@@ -208,7 +208,10 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await page.getByLabel('Kind').selectOption('jsonata');
     await page.getByLabel('JSONata expression').fill('{"kind": type, "amount": data.amount * 2}');
     await page.getByRole('button', { name: 'Save transform' }).click();
-    await page.getByText('Transform saved.').waitFor();
+    await page.getByText('Transform saved.').waitFor().catch(async (e) => {
+      await shot('08-transform-failed');
+      throw new Error(`${e.message}; alerts: ${await page.getByRole('alert').allTextContents()}`);
+    });
 
     await page.getByLabel('Body (JSON)').fill('{"type": "order.created", "data": {"amount": 21}}');
     await page.getByRole('button', { name: 'Run probe' }).click();
@@ -336,6 +339,38 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await shot('12-keyboard-focus');
   });
 
+  it('runs the other management pages: a schedule fired now, an API key created once and revoked, usage, provider packs, the audit log', async () => {
+    await page.goto(`/dashboard/schedules?webhookId=${webhook.id}`);
+    await page.getByText('No schedules on this webhook').waitFor();
+    await page.getByLabel('Name').fill('nightly');
+    await page.getByLabel('Cron').fill('0 3 * * *');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.getByRole('heading', { name: 'nightly', level: 3 }).waitFor();
+    await page.getByRole('button', { name: 'Fire now' }).click();
+    await page.getByText(/Fired: event evt_/).waitFor();
+    await shot('13-schedules');
+
+    await page.goto('/dashboard/api-keys');
+    await page.getByLabel('Name').fill('ci');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = await page.getByLabel('New API key', { exact: true }).textContent();
+    expect((await app.api(key!, 'GET', '/v1/project')).status).toBe(200);
+    await page.getByRole('button', { name: 'Revoke ci' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('row', { name: /ci/ }).getByText('revoked').waitFor();
+    expect((await app.api(key!, 'GET', '/v1/project')).status).toBe(401);
+
+    await page.goto('/dashboard/usage');
+    await page.getByText(/monthly deliveries: \d+ of/).waitFor();
+    await page.goto('/dashboard/providers');
+    await page.getByRole('cell', { name: /Stripe/ }).first().waitFor();
+    await page.goto('/dashboard/audit-log');
+    // The dashboard user is the actor of what was done here.
+    const { id: userId } = await app.rt.db.prisma.dashboardUser.findUniqueOrThrow({ where: { email } });
+    await page.getByRole('cell', { name: userId }).first().waitFor();
+    await shot('14-audit-log');
+  });
+
   it('a page of another origin cannot act with the session (CSRF)', async () => {
     const keysBefore = (await gql('{ apiKeys(limit: 100) { items { id } } }')).apiKeys.items.length;
     // Another origin on the same site (127.0.0.1, another port): the browser does send the cookie.
@@ -373,13 +408,13 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     // Still signed in.
     await page.goto('/dashboard/api-keys');
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
-    await shot('13-after-csrf-attempt');
+    await shot('15-after-csrf-attempt');
   });
 
   it('signs out', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByText('You are signed out.').waitFor();
-    await shot('14-signed-out');
+    await shot('16-signed-out');
     await page.goto('/dashboard/webhooks');
     await expect.poll(() => page.url()).toContain('/dashboard/login');
   });

@@ -238,14 +238,14 @@ interface Rule {
   match: unknown;
 }
 
-function Routing({ webhookId, rules, destinations, onChange }: { webhookId: string; rules: Rule[]; destinations: Destination[]; onChange: () => void }) {
+function Routing({ webhookId, rules, destinations }: { webhookId: string; rules: Rule[]; destinations: Destination[] }) {
   const [draft, setDraft] = useState(() => rules.map((r) => ({ ...r, matchText: JSON.stringify(r.match, null, 2) })));
   const [saved, setSaved] = useState(false);
   const save = useAction(async () => {
     const input = draft.map((r, i) => ({ name: r.name, priority: Number(r.priority), destinationId: r.destinationId, match: parseJsonField(r.matchText, `Rule ${i + 1} match`) ?? {} }));
     await gql(`mutation($id: ID!, $rules: [RoutingRuleInput!]!) { setWebhookRouting(id: $id, rules: $rules) { rules { name } } }`, { id: webhookId, rules: input });
+    // The draft is what was saved: no reload (it would remount this section and hide the notice).
     setSaved(true);
-    onChange();
   });
   const update = (i: number, patch: Partial<(typeof draft)[number]>) => {
     setSaved(false);
@@ -294,7 +294,7 @@ function Routing({ webhookId, rules, destinations, onChange }: { webhookId: stri
   );
 }
 
-function Transform({ webhookId, transform, onChange }: { webhookId: string; transform: { kind: string | null; expression: string | null }; onChange: () => void }) {
+function Transform({ webhookId, transform }: { webhookId: string; transform: { kind: string | null; expression: string | null } }) {
   const [kind, setKind] = useState(transform.kind ?? '');
   const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
@@ -305,7 +305,6 @@ function Transform({ webhookId, transform, onChange }: { webhookId: string; tran
       expression: kind ? f.get('expression') : undefined,
     });
     setSaved(true);
-    onChange();
   });
   return (
     <Section title="Transform">
@@ -652,8 +651,8 @@ export default function WebhookPage({ params }: { params: Record<string, string 
       </Section>
       <Settings webhook={w} onSaved={setWebhook} />
       <Destinations webhookId={id} destinations={q.data.webhookDestinations.items} onChange={q.reload} />
-      <Routing key={JSON.stringify(q.data.webhookRouting.rules)} webhookId={id} rules={q.data.webhookRouting.rules} destinations={q.data.webhookDestinations.items} onChange={q.reload} />
-      <Transform key={q.data.webhookTransform.kind ?? 'none'} webhookId={id} transform={q.data.webhookTransform} onChange={q.reload} />
+      <Routing key={JSON.stringify(q.data.webhookRouting.rules)} webhookId={id} rules={q.data.webhookRouting.rules} destinations={q.data.webhookDestinations.items} />
+      <Transform webhookId={id} transform={q.data.webhookTransform} />
       <Probe webhookId={id} />
       <Secrets webhookId={id} />
       <ProviderPack webhookId={id} />
