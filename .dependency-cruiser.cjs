@@ -1,12 +1,12 @@
 // The layering of src/ (docs/architecture.md), checked by test/structure.layering.test.ts and by
 // `npx depcruise src` (dependency-cruiser).
-const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|schedules|retention|conversations|providers|users';
+const DOMAINS = 'projects|webhook-config|webhooks|routing|destinations|deliveries|ingest|schedules|retention|conversations|providers|files|automations|users';
 
 // What a domain offers its siblings: service functions, pure rules and types, and the GraphQL
 // types other domains' fields are built from. Everything else in a domain is its own.
 const PUBLIC = [
   '^src/projects/(service|gates|tiers|audit)\\.ts$',
-  '^src/projects/quotas/(limits|ingest-check|replay|file-storage)\\.ts$',
+  '^src/projects/quotas/(limits|ingest-check|ingest-hint|replay|file-storage)\\.ts$',
   '^src/webhook-config/',
   '^src/webhooks/(get-webhook|secrets)\\.ts$',
   '^src/routing/(rules|service|graphql)\\.ts$',
@@ -17,6 +17,8 @@ const PUBLIC = [
   '^src/ingest/cron-ingest\\.ts$',
   '^src/schedules/(service|tick|graphql)\\.ts$',
   '^src/retention/run\\.ts$',
+  '^src/files/(service|store|graphql)\\.ts$',
+  '^src/automations/(service|run|graphql|limits)\\.ts$',
   '^src/users/service\\.ts$',
 ];
 

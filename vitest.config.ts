@@ -20,6 +20,8 @@ export default defineConfig({
       SECRETS_KEY: 'dGVzdC1zZWNyZXRzLWtleS0zMi1ieXRlcy1sb25nISE=',
       DATA_DIR: '.tmp/test-data',
       EMAIL_DOMAIN: 'ingest.test',
+      // Every service a test starts (in process or as npm start) takes a free SMTP port, not 2525.
+      SMTP_PORT: '0',
       PUBLIC_URL: 'http://127.0.0.1:3000',
     },
   },

@@ -73,6 +73,7 @@ async function runScenario(scenario: Scenario, baselines: BaselineRuns, project:
   const sections: string[] = [];
   const ctx: ScenarioContext = {
     serviceUrl: service!.url,
+    smtpPort: service!.smtpPort,
     apiKey: project.apiKey,
     projectId: project.projectId,
     databaseUrl: database!.url,

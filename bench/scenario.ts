@@ -70,6 +70,8 @@ export interface Result {
 export interface ScenarioContext {
   /** The service under test, e.g. http://127.0.0.1:41234 (a separate process). */
   serviceUrl: string;
+  /** The service's SMTP port (email ingest), on 127.0.0.1. */
+  smtpPort: number;
   /** API key of a project on the enterprise tier, so quotas never throttle the load. */
   apiKey: string;
   projectId: string;

@@ -18,7 +18,25 @@ export async function loadScenarios(): Promise<Scenario[]> {
     if (scenarios.some((o) => o.name === s.name)) throw new Error(`two scenarios are named "${s.name}"`);
     scenarios.push(s);
   }
-  return scenarios;
+  return afterTheirBaselines(scenarios);
+}
+
+/**
+ * File order, except that a scenario whose baseline is another scenario's result (form-ingest
+ * against ingest-http) runs after that scenario, so the ratio is taken in the same run.
+ */
+function afterTheirBaselines(scenarios: Scenario[]): Scenario[] {
+  const byName = new Map(scenarios.map((s) => [s.name, s]));
+  const ordered: Scenario[] = [];
+  const placed = new Set<string>();
+  const place = (s: Scenario, depth = 0) => {
+    if (placed.has(s.name) || depth > scenarios.length) return;
+    const base = s.baseline ? byName.get(s.baseline) : undefined;
+    if (base && base !== s) place(base, depth + 1);
+    if (!placed.has(s.name)) placed.add(s.name), ordered.push(s);
+  };
+  for (const s of scenarios) place(s);
+  return ordered;
 }
 
 export function selectScenarios(all: Scenario[], only: string[] | undefined): Scenario[] {

@@ -10,6 +10,8 @@ import { REPO_ROOT, startTsProcess, waitForHttp } from './processes.ts';
 
 export interface RunningService {
   url: string;
+  /** Email ingest's SMTP port. */
+  smtpPort: number;
   pid: number;
   stop(): Promise<void>;
 }
@@ -32,6 +34,7 @@ export interface ServiceOptions {
 
 export async function startService(databaseUrl: string, dataDir: string, options: ServiceOptions = {}): Promise<RunningService> {
   const port = await freePort();
+  const smtpPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const script = options.script ?? 'src/main.ts';
   const proc = startTsProcess(script, {
@@ -43,7 +46,7 @@ export async function startService(databaseUrl: string, dataDir: string, options
       PORT: String(port),
       HOST: '127.0.0.1',
       PUBLIC_URL: url,
-      SMTP_PORT: String(await freePort()),
+      SMTP_PORT: String(smtpPort),
       DATA_DIR: dataDir,
       SECRETS_KEY: randomBytes(32).toString('base64'),
       DEFAULT_TIER: 'enterprise',
@@ -61,7 +64,7 @@ export async function startService(databaseUrl: string, dataDir: string, options
     await stop();
     throw e;
   }
-  return { url, pid: proc.child.pid!, stop };
+  return { url, smtpPort, pid: proc.child.pid!, stop };
 }
 
 /**

@@ -6,8 +6,12 @@ import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger, workerLogger } from './db/migrate.ts';
 import { createHttpIngestHandler } from './ingest/http-ingest.ts';
+import { createFormIngestHandler } from './ingest/form-ingest.ts';
+import { startSmtpServer, type SmtpServerHandle } from './ingest/email-ingest.ts';
+import { createSignedFileHandler } from './http/files.ts';
 import { createDashboardHandler } from './http/dashboard.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
+import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
 import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
@@ -27,11 +31,15 @@ export interface AppOptions {
   worker?: boolean;
   /** Overrides config.PORT (0 picks a free port). */
   port?: number;
+  /** Overrides config.SMTP_PORT (0 picks a free port). */
+  smtpPort?: number;
 }
 
 export interface App {
   rt: Runtime;
   http?: HttpServer;
+  /** Email ingest's SMTP server (with the API half). */
+  smtp?: SmtpServerHandle;
   runner?: Runner;
   stop(): Promise<void>;
 }
@@ -47,6 +55,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const rt: Runtime = { config, db, pubsub, workerUtils, runners: new JobRunnerNudge(db.relaxedPool) };
 
   let http: HttpServer | undefined;
+  let smtp: SmtpServerHandle | undefined;
   let runner: Runner | undefined;
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
@@ -55,9 +64,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
-    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/dashboard': createDashboardHandler(rt) };
+    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/f': createFormIngestHandler(rt), '/files': createSignedFileHandler(rt), '/dashboard': createDashboardHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
+    smtp = await startSmtpServer(rt, { port: opts.smtpPort ?? config.SMTP_PORT, host: config.HOST, socketTimeoutMs: config.SMTP_TIMEOUT_MS });
+    log.info({ port: smtp.port, domain: config.EMAIL_DOMAIN }, 'smtp server listening');
   }
   if (opts.worker !== false) {
     engine = createDeliveryEngine(rt);
@@ -126,16 +137,18 @@ export async function startApp(opts: AppOptions): Promise<App> {
   return {
     rt,
     http,
+    smtp,
     get runner() {
       return runner;
     },
     stop() {
       stopRequested = true;
       stopping ??= (async () => {
-        await http?.close(config.SHUTDOWN_TIMEOUT_MS);
+        await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), smtp?.close()]);
         sweeper?.stop();
         await runner?.stop();
         await engine?.senders.close();
+        closeFileStore(config);
         await pubsub.close();
         await workerUtils.release();
         await db.close();

@@ -16,6 +16,23 @@ const schema = z.object({
   DATA_DIR: z.string().default('./.data'),
   SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
   EMAIL_DOMAIN: z.string().default('ingest.localhost'),
+  /** STARTTLS on the SMTP server: PEM files of the certificate (chain) and its key; both or neither. */
+  SMTP_TLS_CERT: z.string().optional(),
+  SMTP_TLS_KEY: z.string().optional(),
+  /** An SMTP client idle this long (a stalled DATA included) is disconnected; nothing of its message is kept. */
+  SMTP_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+  /** File content (form and email files) goes to this S3 bucket when set, else to DATA_DIR/files. */
+  FILES_S3_BUCKET: z.string().min(3).optional(),
+  /** An S3-compatible endpoint (MinIO, R2, …); unset: AWS itself. */
+  FILES_S3_ENDPOINT: z.string().url().optional(),
+  FILES_S3_REGION: z.string().default('us-east-1'),
+  /** Unset: the AWS SDK's default credential chain. */
+  FILES_S3_ACCESS_KEY_ID: z.string().optional(),
+  FILES_S3_SECRET_ACCESS_KEY: z.string().optional(),
+  /** Path-style addressing (most S3-compatible servers need it). */
+  FILES_S3_FORCE_PATH_STYLE: bool,
+  /** A key prefix for every object (e.g. `relay/`). */
+  FILES_S3_PREFIX: z.string().default(''),
   SECRETS_KEY: z
     .string()
     .optional()
@@ -40,6 +57,13 @@ const schema = z.object({
   CURSOR_SECRET: z.string().optional(),
   /** `off`: no quota check refuses anything (single-tenant self-hosting, benchmarking); usage is still counted. */
   QUOTA_ENFORCEMENT: z.enum(['on', 'off']).default('on'),
+  /** `false`: this deployment runs no Automations (create and use answer 409 invalid_state; pinned deliveries fail). */
+  AUTOMATIONS_ENABLED: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => v === undefined || v === '' || v === 'true' || v === '1'),
+  /** Worker threads of each process's Automations sandbox (QuickJS): how many runs execute at once per process. */
+  AUTOMATION_SANDBOX_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; dataDir: string };

@@ -71,6 +71,23 @@ export class PayloadGone extends DomainError {
     super(409, 'payload_gone', 'The retained payload needed for this operation is no longer available.');
   }
 }
+/** A file whose content payload retention removed (CONTRACT §7: 410 on the file routes). */
+export class FileGone extends DomainError {
+  constructor() {
+    super(410, 'payload_gone', 'The file content is no longer kept (payload retention removed it).');
+  }
+}
+/** A signed file link that is malformed, tampered with or expired. */
+export class InvalidSignature extends DomainError {
+  constructor() {
+    super(403, 'invalid_signature', 'The link signature is invalid or has expired.');
+  }
+}
+export class UnsupportedMediaType extends DomainError {
+  constructor(message: string) {
+    super(415, 'unsupported_media_type', message);
+  }
+}
 export class PayloadTooLarge extends DomainError {
   constructor(limitBytes: number) {
     super(413, 'payload_too_large', `The request body exceeds the limit of ${limitBytes} bytes.`, { limit: limitBytes });
@@ -83,7 +100,16 @@ export type QuotaName =
   | 'stored_payload_bytes'
   | 'file_storage_bytes'
   | 'backlog_depth'
-  | 'replay_volume';
+  | 'replay_volume'
+  | 'automations'
+  | 'active_automations'
+  | 'automation_versions'
+  | 'automation_runs'
+  | 'automation_cpu_ms'
+  | 'automation_subrequests'
+  | 'automation_log_bytes'
+  | 'automation_worker_creations'
+  | 'automation_concurrency';
 
 /** 429 for rates and monthly counts (they free with time), 409 for stored amounts. */
 export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
@@ -93,6 +119,15 @@ export const QUOTA_STATUS: Record<QuotaName, 409 | 429> = {
   stored_payload_bytes: 409,
   file_storage_bytes: 409,
   backlog_depth: 409,
+  automations: 409,
+  active_automations: 409,
+  automation_versions: 409,
+  automation_runs: 429,
+  automation_cpu_ms: 429,
+  automation_subrequests: 429,
+  automation_log_bytes: 429,
+  automation_worker_creations: 429,
+  automation_concurrency: 429,
 };
 
 export class QuotaExceeded extends DomainError {

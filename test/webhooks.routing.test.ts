@@ -103,12 +103,13 @@ describe('routing', () => {
 describe('transform', () => {
   it('stores a JSONata transform (Starter+), applies it in test-delivery, and removes it with kind null', async () => {
     const wh = await createWebhook(app, starter);
-    expect((await app.api(starter, 'GET', `/v1/webhooks/${wh.id}/transform`)).body).toEqual({ kind: null, expression: null });
+    const none = { kind: null, expression: null, automationId: null, version: null };
+    expect((await app.api(starter, 'GET', `/v1/webhooks/${wh.id}/transform`)).body).toEqual(none);
     const expression = '{"id": order.id, "total": $sum(order.items.price)}';
     const put = await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, { kind: 'jsonata', expression });
     expect(put.status).toBe(200);
-    expect(put.body).toEqual({ kind: 'jsonata', expression });
-    expect((await app.api(starter, 'GET', `/v1/webhooks/${wh.id}/transform`)).body).toEqual({ kind: 'jsonata', expression });
+    expect(put.body).toEqual({ kind: 'jsonata', expression, automationId: null, version: null });
+    expect((await app.api(starter, 'GET', `/v1/webhooks/${wh.id}/transform`)).body).toEqual({ kind: 'jsonata', expression, automationId: null, version: null });
 
     const res = await probe(starter, wh.id, {
       method: 'post',
@@ -126,7 +127,7 @@ describe('transform', () => {
     expect(notJson.body).toMatchObject({ transformed: true, payload: null, transformError: 'transform failed: the payload is not JSON' });
 
     const removed = await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, { kind: null });
-    expect(removed.body).toEqual({ kind: null, expression: null });
+    expect(removed.body).toEqual(none);
     const plain = await probe(starter, wh.id, { body: { a: 1 } });
     expect(plain.body).toMatchObject({ transformed: false, payload: { a: 1 } });
   });
@@ -146,9 +147,10 @@ describe('transform', () => {
     expect((await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, { kind: 'jsonata' })).body.error.param).toBe('expression');
     expect((await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, { kind: 'xslt', expression: 'x' })).body.error.param).toBe('kind');
     expect((await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, {})).body.error.param).toBe('kind');
+    // An Automation transform names one of the project's automations (docs/automations.md).
     const automation = await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, { kind: 'automation', automationId: 'aut_1', version: 1 });
-    expect(automation.status).toBe(400);
-    expect(automation.body.error.param).toBe('kind');
+    expect(automation.status).toBe(404);
+    expect((await app.api(starter, 'PUT', `/v1/webhooks/${wh.id}/transform`, { kind: 'automation', expression: 'x', automationId: 'aut_1' })).body.error.param).toBe('expression');
 
     const freeHook = await createWebhook(app, free);
     const gated = await app.api(free, 'PUT', `/v1/webhooks/${freeHook.id}/transform`, { kind: 'jsonata', expression: '{"a": ' });

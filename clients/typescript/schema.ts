@@ -432,7 +432,7 @@ export interface paths {
         get: operations["getTransform"];
         /**
          * Sets or removes the webhook's transform
-         * @description Sets or removes the webhook's transform. {kind:"jsonata", expression} sets the classic transform (Starter and above); {kind:null} removes it.
+         * @description Sets or removes the webhook's transform. {kind:"jsonata", expression} sets the classic transform; {kind:"automation", automationId, version?} pins an Automation version (the latest when left out); both Starter and above. {kind:null} removes it.
          */
         put: operations["setTransform"];
         post?: never;
@@ -497,9 +497,129 @@ export interface paths {
         put?: never;
         /**
          * Evaluates routing and the saved transform against a probe context
-         * @description Evaluates routing and the saved transform against a probe context; stores nothing.
+         * @description Evaluates routing and the saved transform against a probe context; stores no delivery. An Automation transform really runs (subrequests included) and its run is recorded and counted.
          */
         post: operations["testDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/automations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's automations, newest first
+         * @description The project's automations, newest first (cursor-paginated). starter tier and above.
+         */
+        get: operations["listAutomations"];
+        put?: never;
+        /**
+         * Creates an automation (active) with its version 1
+         * @description Creates an automation (active) with its version 1. starter tier and above; counts against the automations, active and daily version quotas.
+         */
+        post: operations["createAutomation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/automations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One automation
+         * @description One automation.
+         */
+        get: operations["getAutomation"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an automation with its versions and runs
+         * @description Deletes an automation with its versions and runs (409 invalid_state while a webhook transform pins it).
+         */
+        delete: operations["deleteAutomation"];
+        options?: never;
+        head?: never;
+        /**
+         * Renames an automation or changes its status
+         * @description Renames an automation or changes its status (active or disabled; a disabled one fails the deliveries that pin it).
+         */
+        patch: operations["updateAutomation"];
+        trace?: never;
+    };
+    "/v1/automations/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An automation's versions, newest first
+         * @description An automation's versions, newest first (cursor-paginated).
+         */
+        get: operations["listAutomationVersions"];
+        put?: never;
+        /**
+         * Adds a version (the automation's new currentVersion); versions are immutable
+         * @description Adds a version (the automation's new currentVersion); versions are immutable.
+         */
+        post: operations["createAutomationVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/automations/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An automation's runs, newest first
+         * @description An automation's runs, newest first (cursor-paginated).
+         */
+        get: operations["listAutomationRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/egress-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's Automation egress policy
+         * @description The project's Automation egress policy.
+         */
+        get: operations["getEgressPolicy"];
+        /**
+         * Sets the exact hosts Automations may fetch (enterprise only)
+         * @description Sets the exact hosts Automations may fetch (enterprise only); an empty list blocks egress.
+         */
+        put: operations["setEgressPolicy"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -798,6 +918,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files/{id}/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A stored file's metadata
+         * @description A stored file's metadata (404 for another project's file).
+         */
+        get: operations["getFileMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{eventId}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The stored files of one event (form or email), oldest first
+         * @description The stored files of one event (form or email), oldest first; empty when none were kept.
+         */
+        get: operations["listEventFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts": {
         parameters: {
             query?: never;
@@ -897,6 +1057,26 @@ export interface paths {
          * @description Deletes the message permanently.
          */
         delete: operations["deleteMessage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A stored file's bytes
+         * @description The content of a file of a form post or an email, with its content type and `content-disposition: attachment`, while payload retention keeps it; after that 410 `payload_gone`. 404 for another project's file.
+         */
+        get: operations["getFileContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1046,6 +1226,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/f/{publicId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a form post to a webhook
+         * @description The webhook's `formIngestUrl`, for plain HTML forms and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered).
+         *
+         *     The delivered body is the `form.submitted` JSON envelope (`fields`, a repeated name as an array; `files` with `field`, `filename`, `contentType`, `size`, `sha256` and, where the project keeps file content, `fileRef`). Caps, refused with 413 while streaming: 15728640 bytes per file, 52428800 per post, 100 files, 1000 fields, 256-byte names, 1048576-byte values, 8388608 bytes of fields together.
+         */
+        post: operations["ingestForm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file's signed link
+         * @description A `fileRef.url`: the file's bytes without an API key, for 7 days from when the envelope was made. A bad, tampered or expired signature is 403 `invalid_signature`.
+         */
+        get: operations["getSignedFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     delivery: {
@@ -1123,6 +1345,81 @@ export interface components {
             /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
             nextCursor?: string | null;
         };
+        /** @description User code in the event path: an ES module whose default export is (event, ctx) => result, run in a sandbox. */
+        Automation: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: int32
+             * @description The latest version (what a transform pins when it names none).
+             */
+            currentVersion: number;
+            id: string;
+            name: string;
+            /** @description active or disabled */
+            status: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AutomationDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        AutomationPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["Automation"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        /** @description One run of an automation version: a delivery attempt’s, or test-delivery’s (deliveryId null). */
+        AutomationRun: {
+            /**
+             * Format: float
+             * @description Time the code ran in the engine, ms.
+             */
+            cpuMs: number;
+            /** Format: date-time */
+            createdAt: string;
+            deliveryId?: string | null;
+            error?: string | null;
+            id: string;
+            /** @description console output, one line per call, up to the tier’s log limit per run. */
+            logs: string;
+            /** @description The output reached the per-run log limit and was cut there (the run went on). */
+            logsTruncated: boolean;
+            /** @description ok, error, cpu_limit, memory_limit, subrequest_limit or egress_blocked */
+            status: string;
+            /** Format: int32 */
+            subrequests: number;
+            /** Format: int32 */
+            version: number;
+        };
+        /** @description One page of a cursor list. */
+        AutomationRunPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["AutomationRun"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
+        /** @description An immutable version of an automation’s code. */
+        AutomationVersion: {
+            automationId: string;
+            code: string;
+            /** @description sha256 of the code, hex. */
+            codeSha256: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: int32 */
+            version: number;
+        };
+        /** @description One page of a cursor list. */
+        AutomationVersionPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["AutomationVersion"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
+        };
         /** @description A contact; it has exactly one conversation. */
         Contact: {
             avatar_url?: string | null;
@@ -1197,6 +1494,13 @@ export interface components {
         Delivery: {
             /** Format: int32 */
             attempts: number;
+            /** @description The Automation whose run produced the delivered payload, when the transform is one. */
+            automationId?: string | null;
+            /**
+             * Format: int32
+             * @description The version of that Automation that ran.
+             */
+            automationVersion?: number | null;
             /** Format: date-time */
             completedAt?: string | null;
             /** Format: date-time */
@@ -1305,6 +1609,32 @@ export interface components {
             reason: string;
             /** Format: date-time */
             redrivenAt?: string | null;
+            webhookId: string;
+        };
+        /** @description The exact hosts Automations’ ctx.fetch may reach; empty: egress blocked. */
+        EgressPolicy: {
+            allowedHosts: string[];
+        };
+        /** @description A file that came with a form post or an email, whose content the project keeps (Starter and above). Its bytes: `GET /v1/files/{id}`. */
+        FileMetadata: {
+            contentType: string;
+            /** Format: date-time */
+            createdAt: string;
+            eventId: string;
+            /**
+             * Format: date-time
+             * @description When payload retention removes the content (then 410 payload_gone).
+             */
+            expiresAt?: string | null;
+            filename: string;
+            id: string;
+            /** @description Hex SHA-256 of the content. */
+            sha256: string;
+            /**
+             * Format: int64
+             * @description Bytes.
+             */
+            size: number;
             webhookId: string;
         };
         IngestSecretRotation: {
@@ -1652,7 +1982,11 @@ export interface components {
             webhookId: string;
         };
         TestDeliveryResult: {
+            /** @description The Automation transform's run (see GET /v1/automations/{id}/runs). */
+            automationRunId?: string | null;
             destination: components["schemas"]["Destination"];
+            /** @description An Automation transform returned null: the event would not be delivered (the delivery would end cancelled). */
+            dropped: boolean;
             matchedRule?: components["schemas"]["RoutingRule"] | null;
             /** @description The payload that would be sent: the transform output, else the body. */
             payload?: unknown;
@@ -1785,9 +2119,16 @@ export interface components {
         /** @enum {string} */
         WebhookStatus: "active" | "archived" | "paused";
         WebhookTransform: {
+            /** @description kind automation: the Automation that runs. */
+            automationId?: string | null;
             expression?: string | null;
-            /** @description jsonata, or null when the webhook has no transform */
+            /** @description jsonata, automation, or null when the webhook has no transform */
             kind?: string | null;
+            /**
+             * Format: int32
+             * @description kind automation: its pinned version.
+             */
+            version?: number | null;
         };
         /** @description Every non-2xx answer has this body. */
         Error: {
@@ -1819,6 +2160,15 @@ export interface components {
              * @example stored_payload_bytes
              * @example file_storage_bytes
              * @example backlog_depth
+             * @example automations
+             * @example active_automations
+             * @example automation_versions
+             * @example automation_runs
+             * @example automation_cpu_ms
+             * @example automation_subrequests
+             * @example automation_log_bytes
+             * @example automation_worker_creations
+             * @example automation_concurrency
              */
             quota?: string;
             /**
@@ -3319,6 +3669,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["TierRequired"];
             404: components["responses"]["NotFound"];
+            /** @description `invalid_state`: the record is not in a state that allows this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3481,6 +3840,489 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            /** @description `invalid_state`: the record is not in a state that allows this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `quota_exceeded` (`automation_runs`, `automation_cpu_ms`, `automation_subrequests`, `automation_log_bytes`, `automation_concurrency`): the Automation transform may not run now; Retry-After says when it could. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAutomations: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAutomation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Required: an ES module whose default export is (event, ctx) => result. */
+                    code?: string | null;
+                    /** @description Required. */
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            /** @description `invalid_state`: the record is not in a state that allows this; `quota_exceeded` (`automations`, `active_automations`, `automation_versions`): the tier's count is reached. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `quota_exceeded` (`automation_worker_creations`): the versions created today (UTC) are at the limit; Retry-After says when they free. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAutomation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAutomation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_state`: the record is not in a state that allows this. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateAutomation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    name?: string | null;
+                    /** @description active or disabled */
+                    status?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_state`: the record is not in a state that allows this; `quota_exceeded` (`automations`, `active_automations`, `automation_versions`): the tier's count is reached. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `quota_exceeded` (`automation_worker_creations`): the versions created today (UTC) are at the limit; Retry-After says when they free. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAutomationVersions: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationVersionPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAutomationVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Required. */
+                    code?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationVersion"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            /** @description `invalid_state`: the record is not in a state that allows this; `quota_exceeded` (`automations`, `active_automations`, `automation_versions`): the tier's count is reached. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `quota_exceeded` (`automation_worker_creations`): the versions created today (UTC) are at the limit; Retry-After says when they free. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAutomationRuns: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationRunPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getEgressPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EgressPolicy"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setEgressPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    allowedHosts?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EgressPolicy"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4304,6 +5146,78 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getFileMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileMetadata"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEventFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileMetadata"][];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listContacts: {
         parameters: {
             query?: {
@@ -4733,6 +5647,52 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getFileContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file id (file_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, with its content type. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="…"` (and `filename*` with the exact UTF-8 name). */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such file in this project. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_gone`: payload retention removed the content. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getOpenApiJson: {
         parameters: {
             query?: never;
@@ -5023,6 +5983,171 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    ingestForm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook's `publicId`. */
+                publicId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+                "multipart/form-data": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: stored and queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestAccepted"];
+                };
+            };
+            /** @description Accepted (or a honeypot post), with `_redirect`: see other. */
+            303: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed body, or a `_redirect` that is not an http(s) URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid ingest secret or signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook with this public id, or an archived one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A cap passed (refused while streaming; nothing stored). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not a form content type. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `quota_exceeded` (`ingest_rate`, `monthly_deliveries`). */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSignedFile: {
+        parameters: {
+            query: {
+                /** @description Unix time in seconds when the link expires. */
+                expires: number;
+                /** @description Hex HMAC-SHA256 of the id and expiry. */
+                sig: string;
+            };
+            header?: never;
+            path: {
+                /** @description The file id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="…"` (and `filename*` with the exact UTF-8 name). */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description `invalid_signature`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such file. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_gone`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     receiveDelivery: {

@@ -15,6 +15,9 @@ import { signingHeaders } from './signing.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { JobTableVacuum } from './job-table-vacuum.ts';
+import { runAutomation, type AutomationOutcome } from '../automations/run.ts';
+import { bodyForMatching } from '../routing/rules.ts';
+import { deferClaim } from './defer.ts';
 
 const MAX_RETRY_AFTER_MS = 3_600_000;
 
@@ -221,7 +224,32 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
 
   let dispatch: Dispatch;
   try {
-    dispatch = await buildDispatch(claim);
+    const built = await buildDispatch(engine, claim);
+    if (built.kind === 'wait') {
+      // Every Automation slot of the project is taken: the delivery goes back to waiting, as a job at runAt (this runner's slot is free meanwhile).
+      await published?.catch(() => {});
+      await deferClaim(engine.rt.db.relaxedPool, claim.row.id, claim.attempt, built.runAt);
+      return;
+    }
+    if (built.kind === 'drop') {
+      await record({ ...base, durationMs: built.durationMs, statusCode: null, responseSnippet: null, error: built.reason, outcome: 'cancelled', automation: built.automation });
+      return;
+    }
+    if (built.kind === 'failed') {
+      const retry = !built.terminal && attemptRetryable(policy, claim.attempt);
+      await record({
+        ...base,
+        durationMs: built.durationMs,
+        statusCode: null,
+        responseSnippet: null,
+        error: built.error,
+        outcome: retry ? 'retry' : 'failed',
+        ...(retry ? { nextAttemptAt: new Date(Date.now() + retryDelayMs(policy, claim.attempt + 1)) } : {}),
+        automation: built.automation,
+      });
+      return;
+    }
+    dispatch = built.dispatch;
   } catch (err) {
     await record({ ...base, durationMs: 0, statusCode: null, responseSnippet: null, error: (err as Error).message, outcome: 'failed' });
     return;
@@ -240,7 +268,13 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     statusCode: res.statusCode ?? null,
     responseSnippet: res.snippet ?? null,
     dispatch: snapshotToStore(claim, dispatch),
+    automation: dispatch.automation ?? null,
   });
+}
+
+/** A failed subrequest of an Automation is retried like a network failure, within the policy's attempts. */
+function attemptRetryable(policy: RetryPolicy, attempt: number): boolean {
+  return isRetryable(policy, { kind: 'network' }) && attempt < policy.maxAttempts;
 }
 
 interface Dispatch {
@@ -249,7 +283,15 @@ interface Dispatch {
   headers: Record<string, string>;
   /** The body differs from the event's payload (a transform ran): it must be kept for replays. */
   transformed: boolean;
+  /** The Automation version whose run produced the body. */
+  automation?: { id: string; version: number };
 }
+
+type Built =
+  | { kind: 'dispatch'; dispatch: Dispatch }
+  | { kind: 'drop'; reason: string; durationMs: number; automation: { id: string; version: number } }
+  | { kind: 'failed'; error: string; terminal: boolean; durationMs: number; automation: { id: string; version: number } }
+  | { kind: 'wait'; runAt: Date };
 
 /**
  * The dispatch snapshot is written once, by the first attempt: its headers always, its body
@@ -260,30 +302,65 @@ function snapshotToStore(claim: ClaimedDelivery, d: Dispatch): AttemptResult['di
   return { body: d.transformed ? d.body : null, contentType: d.contentType, headers: d.headers };
 }
 
-/** The bytes and headers to send: the stored dispatch snapshot, else the event payload (transformed when a transform is set). */
-async function buildDispatch(claim: ClaimedDelivery): Promise<Dispatch> {
+/**
+ * The bytes and headers to send: the stored dispatch snapshot (retries, replays: no transform
+ * runs again), else the event payload, transformed when a transform is set. An Automation may
+ * instead drop the event, fail, or have to wait for a concurrency slot.
+ */
+async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Promise<Built> {
   if (claim.body === null) throw new Error('the retained payload is gone');
   if (claim.hasDispatch || claim.dispatchHeaders) {
     return {
-      body: claim.body,
-      contentType: claim.contentType,
-      headers: claim.dispatchHeaders ?? (claim.contentType ? { 'content-type': claim.contentType } : {}),
-      transformed: claim.hasDispatch,
+      kind: 'dispatch',
+      dispatch: {
+        body: claim.body,
+        contentType: claim.contentType,
+        headers: claim.dispatchHeaders ?? (claim.contentType ? { 'content-type': claim.contentType } : {}),
+        transformed: claim.hasDispatch,
+      },
     };
   }
   let body = claim.body;
   let contentType = claim.contentType;
   let transformed = false;
-  const transform = claim.webhook.transform as { kind?: unknown; expression?: unknown } | null;
+  let automation: { id: string; version: number } | undefined;
+  const transform = claim.webhook.transform as { kind?: unknown; expression?: unknown; automationId?: unknown; version?: unknown } | null;
   if (transform?.kind === 'jsonata' && typeof transform.expression === 'string') {
     ({ body, contentType } = await transformPayload(transform, body));
+    transformed = true;
+  } else if (transform?.kind === 'automation' && typeof transform.automationId === 'string' && typeof transform.version === 'number') {
+    automation = { id: transform.automationId, version: transform.version };
+    const started = performance.now();
+    const out: AutomationOutcome = await runAutomation(engine.rt, {
+      projectId: claim.row.project_id,
+      automationId: automation.id,
+      version: automation.version,
+      deliveryId: claim.row.id,
+      mode: 'delivery',
+      event: {
+        id: claim.row.event_id,
+        receivedAt: new Date(claim.event.receivedAt).toISOString(),
+        channel: claim.event.channel,
+        method: claim.event.method,
+        path: claim.event.path,
+        query: claim.event.query,
+        headers: claim.eventHeaders,
+        contentType: claim.contentType,
+        body: bodyForMatching(body),
+      },
+    });
+    const durationMs = Math.round(performance.now() - started);
+    if (out.kind === 'wait') return out;
+    if (out.kind === 'drop') return { kind: 'drop', reason: out.reason, durationMs, automation };
+    if (out.kind === 'failed') return { kind: 'failed', error: out.error, terminal: out.terminal, durationMs, automation };
+    ({ body, contentType } = out);
     transformed = true;
   }
   const destHeaders = (claim.row.destination?.config?.headers ?? {}) as Record<string, string>;
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...claim.webhook.customHeaders, ...destHeaders })) headers[k.toLowerCase()] = String(v);
   if (contentType) headers['content-type'] = contentType;
-  return { body, contentType, headers, transformed };
+  return { kind: 'dispatch', dispatch: { body, contentType, headers, transformed, automation } };
 }
 
 function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt'> {

@@ -131,7 +131,8 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
   FROM w
   LEFT JOIN (
     SELECT u.*, COALESCE(u.dispatch_body, e.body) AS payload, u.dispatch_body IS NOT NULL AS has_dispatch,
-           COALESCE(u.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers
+           COALESCE(u.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers,
+           e.channel AS event_channel, e.method AS event_method, e.path AS event_path, e.query AS event_query, e.received_at AS event_received_at
       FROM upd u JOIN events e ON e.id = u.event_id
   ) c ON true`,
     values: [named, max, LEASE_MARGIN_MS, webhookId, margin],
@@ -154,7 +155,7 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
   const claims: ClaimedDelivery[] = [];
   for (const d of rows) {
     if (!d.id) continue;
-    const { payload, has_dispatch, payload_content_type, event_headers, jobs_deleted: _j, batch_webhook_id: _w, free_slots: _f, webhook_status: _s, delivery_mode: _m,
+    const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, batch_webhook_id: _w, free_slots: _f, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
       not_due: _n, signing_secrets: _g, ...row } = d;
     claims.push({
@@ -165,6 +166,7 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
       dispatchHeaders: row.dispatch_headers,
       hasDispatch: has_dispatch,
       eventHeaders: event_headers ?? {},
+      event: { channel: event_channel, method: event_method, path: event_path, query: event_query ?? {}, receivedAt: event_received_at },
       signingSecretsEnc,
       webhook,
       lostPrevious: false,

@@ -16,6 +16,8 @@ export interface ClaimedDelivery {
   dispatchHeaders: Record<string, string> | null;
   hasDispatch: boolean;
   eventHeaders: Record<string, string>;
+  /** The source event as an Automation sees it (besides its headers and payload). */
+  event: { channel: string; method: string | null; path: string | null; query: Record<string, unknown>; receivedAt: Date };
   signingSecretsEnc: string[];
   webhook: {
     status: string;
@@ -39,6 +41,7 @@ export type ClaimOutcome =
 const SELECT_FOR_CLAIM = `
 SELECT d.*, COALESCE(d.dispatch_body, e.body) AS payload, d.dispatch_body IS NOT NULL AS has_dispatch,
        COALESCE(d.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers,
+       e.channel AS event_channel, e.method AS event_method, e.path AS event_path, e.query AS event_query, e.received_at AS event_received_at,
        w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy, w.custom_headers,
        w.throttle_rate_per_second, w.transform,
        (SELECT array_agg(s.secret_enc ORDER BY s.version DESC) FROM webhook_secrets s
@@ -157,6 +160,7 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
       dispatchHeaders: d.dispatch_headers,
       hasDispatch: d.has_dispatch,
       eventHeaders: d.event_headers ?? {},
+      event: { channel: d.event_channel, method: d.event_method, path: d.event_path, query: d.event_query ?? {}, receivedAt: d.event_received_at },
       signingSecretsEnc: d.signing_secrets ?? [],
       webhook: {
         status: d.webhook_status,

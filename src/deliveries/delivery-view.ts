@@ -11,6 +11,8 @@ export interface DeliveryView {
   nextAttemptAt: string | null;
   lastAttempt: { statusCode: number | null; durationMs: number | null; error: string | null; at?: string } | null;
   replayOf: string | null;
+  automationId: string | null;
+  automationVersion: number | null;
   createdAt: string;
   completedAt: string | null;
 }
@@ -60,6 +62,8 @@ export function deliveryView(row: { id: string; status: string; attempts: number
     nextAttemptAt: iso(g('nextAttemptAt', 'next_attempt_at')),
     lastAttempt: (g('lastAttempt', 'last_attempt') as DeliveryView['lastAttempt'] | undefined) ?? null,
     replayOf: (g('replayOfId', 'replay_of_id') as string | null | undefined) ?? null,
+    automationId: (g('automationId', 'automation_id') as string | null | undefined) ?? null,
+    automationVersion: (g('automationVersion', 'automation_version') as number | null | undefined) ?? null,
     createdAt: iso(g('createdAt', 'created_at'))!,
     completedAt: iso(g('completedAt', 'completed_at')),
   };

@@ -35,6 +35,8 @@ export const DeliveryRef = builder.prismaObject('Delivery', {
     nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.nextAttemptAt ?? null }),
     lastAttempt: t.field({ type: LastAttempt, nullable: true, resolve: (d) => (d.lastAttempt as LastAttemptShape | null) ?? null }),
     replayOf: t.string({ nullable: true, resolve: (d) => d.replayOfId ?? (d as { replayOf?: string | null }).replayOf ?? null }),
+    automationId: t.string({ nullable: true, description: 'The Automation whose run produced the delivered payload, when the transform is one.', resolve: (d) => d.automationId ?? null }),
+    automationVersion: t.int({ nullable: true, description: 'The version of that Automation that ran.', resolve: (d) => d.automationVersion ?? null }),
     createdAt: t.field({ type: 'DateTime', resolve: (d) => d.createdAt }),
     completedAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.completedAt ?? null }),
   }),

@@ -15,11 +15,13 @@ export interface AttemptResult {
   statusCode: number | null;
   error: string | null;
   responseSnippet: string | null;
-  /** succeeded; retry (at nextAttemptAt); failed (to the DLQ). */
-  outcome: 'succeeded' | 'retry' | 'failed';
+  /** succeeded; retry (at nextAttemptAt); failed (to the DLQ); cancelled (an Automation dropped the event: ends, no DLQ). */
+  outcome: 'succeeded' | 'retry' | 'failed' | 'cancelled';
   nextAttemptAt?: Date;
   /** Dispatch snapshot to store with this attempt when it is the first one that built it. */
   dispatch?: { body: Buffer | null; contentType: string | null; headers: Record<string, string> } | null;
+  /** The Automation version that ran for this attempt, recorded on the delivery. */
+  automation?: { id: string; version: number } | null;
 }
 
 /**
@@ -34,7 +36,7 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
   // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
   // instead of pg's per-element escaping of a dozen text arrays.
   const batch = results.map((r) => {
-    const status = r.outcome === 'succeeded' ? 'succeeded' : r.outcome === 'retry' ? 'retrying' : 'failed';
+    const status = r.outcome === 'succeeded' ? 'succeeded' : r.outcome === 'retry' ? 'retrying' : r.outcome === 'cancelled' ? 'cancelled' : 'failed';
     const terminal = status !== 'retrying';
     const nextAt = r.outcome === 'retry' ? (r.nextAttemptAt ?? null) : null;
     const error = storableText(r.error);
@@ -56,9 +58,18 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
       dispatch_content_type: r.dispatch?.contentType ?? null,
       dispatch_headers: r.dispatch ? r.dispatch.headers : null,
       outcome: r.outcome,
+      automation_id: r.automation?.id ?? null,
+      automation_version: r.automation?.version ?? null,
       dlq_id: newId('dlq'),
       notification: deliveryNotification(
-        deliveryView({ ...r.delivery, status, next_attempt_at: nextAt, last_attempt: lastAttempt, completed_at: terminal ? new Date() : null }),
+        deliveryView({
+          ...r.delivery,
+          status,
+          next_attempt_at: nextAt,
+          last_attempt: lastAttempt,
+          completed_at: terminal ? new Date() : null,
+          ...(r.automation ? { automation_id: r.automation.id, automation_version: r.automation.version } : {}),
+        }),
       ),
     };
   });
@@ -68,13 +79,15 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
        SELECT * FROM json_to_recordset($1::json)
          AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
               duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
-              dispatch_headers jsonb, outcome text, dlq_id text, notification text)
+              dispatch_headers jsonb, outcome text, automation_id text, automation_version int, dlq_id text, notification text)
      ), upd AS (
        UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
               completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
               dispatch_body = COALESCE(decode(r.dispatch_body, 'base64'), d.dispatch_body),
               dispatch_content_type = COALESCE(r.dispatch_content_type, d.dispatch_content_type),
-              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers)
+              dispatch_headers = COALESCE(r.dispatch_headers, d.dispatch_headers),
+              automation_id = COALESCE(r.automation_id, d.automation_id),
+              automation_version = COALESCE(r.automation_version, d.automation_version)
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
         RETURNING d.id, d.project_id, d.webhook_id, d.status, d.next_attempt_at

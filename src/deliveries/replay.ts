@@ -30,7 +30,7 @@ export interface DlqFilters {
 async function replayInto(rt: Rt, client: pg.PoolClient, sourceId: string, replayJobId: string): Promise<string> {
   const { rows } = await client.query(
     `SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.destination_id, d.destination, d.dispatch_body, d.dispatch_content_type,
-            d.dispatch_headers, d.dispatch_purged_at IS NOT NULL AS dispatch_purged, e.body IS NOT NULL AS has_event_body, e.content_type,
+            d.dispatch_headers, d.dispatch_purged_at IS NOT NULL AS dispatch_purged, d.automation_id, d.automation_version, e.body IS NOT NULL AS has_event_body, e.content_type,
             p.tier, p.custom_quotas, p.overage_enabled, w.quota_overrides
        FROM deliveries d JOIN events e ON e.id = d.event_id JOIN projects p ON p.id = d.project_id JOIN webhooks w ON w.id = d.webhook_id
       WHERE d.id = $1`,
@@ -58,6 +58,10 @@ async function replayInto(rt: Rt, client: pg.PoolClient, sourceId: string, repla
       ? { body: s.dispatch_body ?? null, contentType: s.dispatch_content_type ?? s.content_type, headers: s.dispatch_headers ?? (s.content_type ? { 'content-type': s.content_type } : {}) }
       : null,
   });
+  // The snapshot an Automation produced is re-sent as is (no code runs): the replay records the version that made it.
+  if (s.dispatch_body && s.automation_id) {
+    await client.query('UPDATE deliveries SET automation_id = $2, automation_version = $3 WHERE id = $1', [id, s.automation_id, s.automation_version]);
+  }
   return id;
 }
 

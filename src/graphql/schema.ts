@@ -9,6 +9,8 @@ import '../routing/graphql.ts';
 import '../schedules/graphql.ts';
 import '../webhooks/graphql.ts';
 import '../providers/graphql.ts';
+import '../files/graphql.ts';
+import '../automations/graphql.ts';
 
 const built = builder.toSchema().toConfig();
 // Root types are declared once in the builder; a root type no domain has filled yet is left out.

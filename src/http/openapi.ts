@@ -9,8 +9,10 @@ import {
   getNamedType,
 } from 'graphql';
 import {
+  FileGone,
   InvalidCursor,
   InvalidLimit,
+  InvalidSignature,
   InvalidRequest,
   InvalidState,
   Internal,
@@ -20,14 +22,16 @@ import {
   QUOTA_STATUS,
   QuotaExceeded,
   Unauthorized,
+  UnsupportedMediaType,
   WebhookPaused,
   type DomainError,
 } from '../errors.ts';
 import { DELIVER_AT_HEADER } from '../ingest/deliver-at.ts';
 import { INGEST_BODY_LIMIT } from '../ingest/http-ingest.ts';
+import { FORM_LIMITS } from '../ingest/form-ingest.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { MANAGEMENT_BODY_LIMIT } from './body.ts';
-import { REST_ROUTES, type RestRoute } from './routes.ts';
+import { BYTES_ROUTES, REST_ROUTES, type BytesRoute, type RestRoute } from './routes.ts';
 
 /**
  * The OpenAPI 3.1 document of the service, built once per process: SOFA's description of the
@@ -268,6 +272,10 @@ function conflict(route: RestRoute): Json | undefined {
     cases.push(new WebhookPaused(), replayQuota('backlog_depth'), replayQuota('stored_payload_bytes'));
     said.push('`webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit');
   }
+  if (errors.includes('automation_counts')) {
+    cases.push(...(['automations', 'active_automations', 'automation_versions'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 2, current: 2, delta: 1 })));
+    said.push('`quota_exceeded` (`automations`, `active_automations`, `automation_versions`): the tier\'s count is reached');
+  }
   if (cases.length === 0) return undefined;
   return { description: `${said.join('; ')}.`, content: errorContent(cases) };
 }
@@ -278,6 +286,20 @@ function tooManyRequests(route: RestRoute): Json | undefined {
       description: '`quota_exceeded`: the monthly deliveries are used up; Retry-After says when they free.',
       headers: { 'Retry-After': ref('headers', 'RetryAfter') },
       content: errorContent([replayQuota('monthly_deliveries')]),
+    };
+  }
+  if (route.errors?.includes('automation_counts')) {
+    return {
+      description: '`quota_exceeded` (`automation_worker_creations`): the versions created today (UTC) are at the limit; Retry-After says when they free.',
+      headers: { 'Retry-After': ref('headers', 'RetryAfter') },
+      content: errorContent([new QuotaExceeded({ quota: 'automation_worker_creations', scope: 'project', limit: 5, current: 5, delta: 1, retryAfterSec: 3600 })]),
+    };
+  }
+  if (route.errors?.includes('automation_runs')) {
+    return {
+      description: '`quota_exceeded` (`automation_runs`, `automation_cpu_ms`, `automation_subrequests`, `automation_log_bytes`, `automation_concurrency`): the Automation transform may not run now; Retry-After says when it could.',
+      headers: { 'Retry-After': ref('headers', 'RetryAfter') },
+      content: errorContent((['automation_runs', 'automation_cpu_ms', 'automation_subrequests', 'automation_log_bytes', 'automation_concurrency'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 100, current: 100, delta: 1, retryAfterSec: 1 }))),
     };
   }
   if (!route.errors?.includes('replay_quotas')) return undefined;
@@ -527,6 +549,93 @@ function publicPaths(): Json {
   };
 }
 
+const binaryContent = { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } };
+const fileAnswerHeaders = {
+  'Content-Disposition': { description: '`attachment; filename="…"` (and `filename*` with the exact UTF-8 name).', schema: { type: 'string' } },
+};
+
+/** A `/v1` route that answers bytes (BYTES_ROUTES). */
+function bytesOperation(route: BytesRoute): Json {
+  return {
+    operationId: route.operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    description: route.description,
+    parameters: [{ name: 'id', in: 'path', required: true, description: 'The file id (file_…).', schema: { type: 'string' } }],
+    responses: {
+      '200': { description: "The file's bytes, with its content type.", headers: fileAnswerHeaders, content: binaryContent },
+      '401': ref('responses', 'Unauthorized'),
+      '404': { description: 'No such file in this project.', content: errorContent([new NotFound('file')]) },
+      '410': { description: '`payload_gone`: payload retention removed the content.', content: errorContent([new FileGone()]) },
+      '500': ref('responses', 'Internal'),
+      '503': ref('responses', 'Unavailable'),
+    },
+  };
+}
+
+/** Form ingest and signed file links: public routes beside `/v1`. */
+function filePublicPaths(): Json {
+  const fileQuota = new QuotaExceeded({ quota: 'file_storage_bytes', scope: 'project', limit: 100, current: 100, delta: 1 });
+  return {
+    '/f/{publicId}': {
+      post: {
+        operationId: 'ingestForm',
+        tags: ['Ingest'],
+        summary: 'Send a form post to a webhook',
+        description: [
+          "The webhook's `formIngestUrl`, for plain HTML forms and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered).",
+          '',
+          `The delivered body is the \`form.submitted\` JSON envelope (\`fields\`, a repeated name as an array; \`files\` with \`field\`, \`filename\`, \`contentType\`, \`size\`, \`sha256\` and, where the project keeps file content, \`fileRef\`). Caps, refused with 413 while streaming: ${FORM_LIMITS.fileBytes} bytes per file, ${FORM_LIMITS.postFileBytes} per post, ${FORM_LIMITS.files} files, ${FORM_LIMITS.fields} fields, ${FORM_LIMITS.fieldNameBytes}-byte names, ${FORM_LIMITS.fieldValueBytes}-byte values, ${FORM_LIMITS.fieldBytes} bytes of fields together.`,
+        ].join('\n'),
+        security: [{}, { ingestBearer: [] }, { ingestSecret: [] }, { standardWebhooksSignature: [] }],
+        parameters: [{ name: 'publicId', in: 'path', required: true, description: "The webhook's `publicId`.", schema: { type: 'string' } }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': { schema: { type: 'object', additionalProperties: { type: 'string' } } },
+            'multipart/form-data': { schema: { type: 'object', additionalProperties: { type: 'string' } } },
+          },
+        },
+        responses: {
+          '202': { description: 'Accepted: stored and queued.', content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
+          '303': { description: 'Accepted (or a honeypot post), with `_redirect`: see other.', headers: { Location: { schema: { type: 'string' } } } },
+          '400': { description: 'A malformed body, or a `_redirect` that is not an http(s) URL.', content: errorContent([new InvalidRequest('_redirect must be an absolute http or https URL.', '_redirect')]) },
+          '401': { description: 'No valid ingest secret or signature.', content: errorContent([new Unauthorized('Show the ingest secret.')]) },
+          '404': { description: 'No webhook with this public id, or an archived one.', content: errorContent([new NotFound('webhook')]) },
+          '409': { description: '`webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas).', content: errorContent([new WebhookPaused(), fileQuota]) },
+          '413': { description: 'A cap passed (refused while streaming; nothing stored).', content: errorContent([new PayloadTooLarge(FORM_LIMITS.fileBytes)]) },
+          '415': { description: 'Not a form content type.', content: errorContent([new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.')]) },
+          '429': { description: '`quota_exceeded` (`ingest_rate`, `monthly_deliveries`).', headers: { 'Retry-After': ref('headers', 'RetryAfter') }, content: errorContent([new QuotaExceeded({ quota: 'ingest_rate', scope: 'project', limit: 3, current: 3, delta: 1, retryAfterSec: 1 })]) },
+          '500': ref('responses', 'Internal'),
+          '503': ref('responses', 'Unavailable'),
+        },
+      },
+    },
+    '/files/{id}': {
+      get: {
+        operationId: 'getSignedFile',
+        tags: ['Files'],
+        summary: "A file's signed link",
+        description: "A `fileRef.url`: the file's bytes without an API key, for 7 days from when the envelope was made. A bad, tampered or expired signature is 403 `invalid_signature`.",
+        security: [],
+        parameters: [
+          { name: 'id', in: 'path', required: true, description: 'The file id.', schema: { type: 'string' } },
+          { name: 'expires', in: 'query', required: true, description: 'Unix time in seconds when the link expires.', schema: { type: 'integer' } },
+          { name: 'sig', in: 'query', required: true, description: 'Hex HMAC-SHA256 of the id and expiry.', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': { description: "The file's bytes.", headers: fileAnswerHeaders, content: binaryContent },
+          '403': { description: '`invalid_signature`.', content: errorContent([new InvalidSignature()]) },
+          '404': { description: 'No such file.', content: errorContent([new NotFound('file')]) },
+          '410': { description: '`payload_gone`.', content: errorContent([new FileGone()]) },
+          '500': ref('responses', 'Internal'),
+          '503': ref('responses', 'Unavailable'),
+        },
+      },
+    },
+  };
+}
+
 /** The document itself, in both encodings: served without an API key. */
 function referencePaths(): Json {
   const op = (operationId: string, summary: string, type: string, schema: Json) => ({
@@ -626,9 +735,11 @@ const TAGS: Json[] = [
   { name: 'Destinations', description: "Where a webhook's deliveries go: the default destination and named ones for routing." },
   { name: 'Routing', description: 'Which destination an event goes to, and how its payload is transformed.' },
   { name: 'Providers', description: "Provider packs: ingest verifies Stripe's, GitHub's, Shopify's, Slack's, Twilio's and other providers' own signatures (Starter and above)." },
+  { name: 'Automations', description: 'Automations: versioned user code run in a sandbox in the event path (a webhook transform), their runs, and the egress policy of their subrequests.' },
   { name: 'Schedules', description: "Recurring schedules: the cron ingest channel, each tick an event of the schedule's webhook." },
   { name: 'Deliveries', description: 'Each delivery of an event, its attempts, replays; and the request your endpoint receives.' },
   { name: 'DLQ', description: 'Deliveries that failed for good, and their re-drive.' },
+  { name: 'Files', description: 'Files of form posts and emails whose content the project keeps (Starter and above), while payload retention keeps them.' },
   { name: 'Contacts', description: 'Contacts of the conversation part; each has one conversation.' },
   { name: 'Messages', description: 'Messages of the conversations, with reactions and attachments.' },
   { name: 'Ingest', description: 'How producers send events in.' },
@@ -675,7 +786,12 @@ export function buildOpenApiDocument({ sofaDocument, schema, version }: OpenApiI
     paths[path] ??= {};
     paths[path][route.method.toLowerCase()] = restOperation(route, schema, sofaOperation);
   }
-  Object.assign(paths, referencePaths(), publicPaths());
+  for (const route of BYTES_ROUTES) {
+    const path = `/v1${route.path}`.replace(/:([a-zA-Z_]+)/g, '{$1}');
+    paths[path] ??= {};
+    paths[path][route.method.toLowerCase()] = bytesOperation(route);
+  }
+  Object.assign(paths, referencePaths(), publicPaths(), filePublicPaths());
 
   const doc: Json = {
     openapi: '3.1.0',

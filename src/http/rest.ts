@@ -14,7 +14,8 @@ import { MANAGEMENT_BODY_LIMIT, parseStructuredBody, readBody } from './body.ts'
 import { buildOpenApiDocument, OPENAPI_SCALARS } from './openapi.ts';
 import { logServerError, sendError, sendFetchText, sendText } from './respond.ts';
 import { assertStorable } from '../validation.ts';
-import { REST_ROUTES, type RestRoute } from './routes.ts';
+import { BYTES_ROUTES, REST_ROUTES, type RestRoute } from './routes.ts';
+import { sendFile } from './files.ts';
 import { createCompiledExecute } from './rest-execution.ts';
 import { coerceArgs } from './validate-args.ts';
 import { SERVICE_VERSION } from '../version.ts';
@@ -158,6 +159,16 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
     candidates.push(...patterned.filter((r) => r.regex.test(key)));
     candidates.sort(byTableOrder);
   }
+  // Routes that answer bytes (BYTES_ROUTES), each with its handler.
+  const bytesHandlers: Record<string, (res: ServerResponse, auth: { projectId: string }, params: string[]) => Promise<void>> = {
+    getFileContent: (res, auth, [id]) => sendFile(rt, res, id, auth.projectId),
+  };
+  const bytesRoutes = BYTES_ROUTES.map((r) => {
+    const handler = bytesHandlers[r.operationId];
+    if (!handler) throw new Error(`no handler for the bytes route ${r.operationId}`);
+    return { ...r, regex: new RegExp(`^${r.path.replace(/:([a-zA-Z_]+)/g, '([^/]+)')}/?$`), handler };
+  });
+
   function matchRoute(method: string | undefined, sub: string): { route: CompiledRoute; match: RegExpExecArray } {
     const path = sub.length > 1 && sub.endsWith('/') ? sub.slice(0, -1) : sub;
     let candidates = exact.get(path);
@@ -178,6 +189,20 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
         return sendText(res, 200, sub === '/openapi.json' ? doc.json : doc.yaml, sub === '/openapi.json' ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8');
       }
       const auth = await authenticate(rt, req.headers.authorization);
+      for (const b of bytesRoutes) {
+        const hit = b.method === req.method && b.regex.exec(sub);
+        if (hit) {
+          req.resume();
+          const params = hit.slice(1).map((v) => {
+            try {
+              return decodeURIComponent(v);
+            } catch {
+              throw new InvalidRequest('Malformed path parameter.', 'id');
+            }
+          });
+          return await b.handler(res, auth, params);
+        }
+      }
       const { route: r, match: m } = matchRoute(req.method, sub);
       const params: Record<string, string> = {};
       r.params.forEach((name, i) => {

@@ -27,16 +27,19 @@ export interface RestRoute {
   form?: true;
 }
 
-export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Contacts' | 'Messages';
+export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Providers' | 'Automations' | 'Schedules' | 'Deliveries' | 'DLQ' | 'Files' | 'Contacts' | 'Messages';
 
 /**
  * `tier_required` (403); `invalid_state` or `payload_gone` (409); `not_found` (404) for an id
  * named in the body; `replay_quotas`: what creating a delivery by replay is checked against
  * (429 `replay_volume` and `monthly_deliveries`, 409 `backlog_depth`); `ingest`: what an ingest
  * answers (409 `webhook_paused`, the ingest quotas but the rate: 429 `monthly_deliveries`, 409
- * `backlog_depth` and `stored_payload_bytes`).
+ * `backlog_depth` and `stored_payload_bytes`); `automation_counts`: 409 `automations`,
+ * `active_automations`, `automation_versions` and 429 `automation_worker_creations`;
+ * `automation_runs`: 429 `automation_runs`, `automation_cpu_ms`, `automation_subrequests`,
+ * `automation_log_bytes`, `automation_concurrency` (a run refused).
  */
-export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest';
+export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest' | 'automation_counts' | 'automation_runs';
 
 export const REST_ROUTES: RestRoute[] = [
   // projects
@@ -70,11 +73,23 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'GET', path: '/webhooks/:id/routing', field: 'Query.webhookRouting', operationId: 'getRouting', tag: 'Routing' },
   { method: 'PUT', path: '/webhooks/:id/routing', field: 'Mutation.setWebhookRouting', operationId: 'setRouting', tag: 'Routing' },
   { method: 'GET', path: '/webhooks/:id/transform', field: 'Query.webhookTransform', operationId: 'getTransform', tag: 'Routing' },
-  { method: 'PUT', path: '/webhooks/:id/transform', field: 'Mutation.setWebhookTransform', operationId: 'setTransform', tag: 'Routing', errors: ['tier_required'] },
+  { method: 'PUT', path: '/webhooks/:id/transform', field: 'Mutation.setWebhookTransform', operationId: 'setTransform', tag: 'Routing', errors: ['tier_required', 'invalid_state'] },
   { method: 'GET', path: '/webhooks/:id/provider', field: 'Query.webhookProvider', operationId: 'getWebhookProvider', tag: 'Providers' },
   { method: 'PUT', path: '/webhooks/:id/provider', field: 'Mutation.setWebhookProvider', operationId: 'setWebhookProvider', tag: 'Providers', errors: ['tier_required'] },
   { method: 'GET', path: '/providers', field: 'Query.providers', operationId: 'listProviders', tag: 'Providers' },
-  { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery', operationId: 'testDelivery', tag: 'Routing' },
+  { method: 'POST', path: '/webhooks/:id/test-delivery', field: 'Mutation.testWebhookDelivery', operationId: 'testDelivery', tag: 'Routing', errors: ['invalid_state', 'automation_runs'] },
+
+  // automations (user code in the event path)
+  { method: 'GET', path: '/automations', field: 'Query.automations', operationId: 'listAutomations', tag: 'Automations', errors: ['tier_required'] },
+  { method: 'POST', path: '/automations', field: 'Mutation.createAutomation', status: 201, operationId: 'createAutomation', tag: 'Automations', errors: ['tier_required', 'invalid_state', 'automation_counts'] },
+  { method: 'GET', path: '/automations/:id', field: 'Query.automation', operationId: 'getAutomation', tag: 'Automations', errors: ['tier_required'] },
+  { method: 'PATCH', path: '/automations/:id', field: 'Mutation.updateAutomation', operationId: 'updateAutomation', tag: 'Automations', errors: ['tier_required', 'invalid_state', 'automation_counts'] },
+  { method: 'DELETE', path: '/automations/:id', field: 'Mutation.deleteAutomation', operationId: 'deleteAutomation', tag: 'Automations', errors: ['tier_required', 'invalid_state'] },
+  { method: 'POST', path: '/automations/:id/versions', field: 'Mutation.createAutomationVersion', status: 201, operationId: 'createAutomationVersion', tag: 'Automations', errors: ['tier_required', 'invalid_state', 'automation_counts'] },
+  { method: 'GET', path: '/automations/:id/versions', field: 'Query.automationVersions', operationId: 'listAutomationVersions', tag: 'Automations', errors: ['tier_required'] },
+  { method: 'GET', path: '/automations/:id/runs', field: 'Query.automationRuns', operationId: 'listAutomationRuns', tag: 'Automations', errors: ['tier_required'] },
+  { method: 'GET', path: '/project/egress-policy', field: 'Query.egressPolicy', operationId: 'getEgressPolicy', tag: 'Automations', errors: ['tier_required'] },
+  { method: 'PUT', path: '/project/egress-policy', field: 'Mutation.setEgressPolicy', operationId: 'setEgressPolicy', tag: 'Automations', errors: ['tier_required'] },
 
   // schedules (the cron channel)
   { method: 'GET', path: '/webhooks/:id/schedules', field: 'Query.webhookSchedules', operationId: 'listSchedules', tag: 'Schedules', errors: ['tier_required'] },
@@ -97,6 +112,10 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'POST', path: '/dlq/redrive', field: 'Mutation.redriveDlq', status: 202, operationId: 'redriveDlq', tag: 'DLQ', errors: ['tier_required'] },
   { method: 'POST', path: '/dlq/:id/redrive', field: 'Mutation.redriveDlqEntry', status: 202, operationId: 'redriveDlqEntry', tag: 'DLQ', errors: ['invalid_state', 'payload_gone', 'replay_quotas'] },
 
+  // files of form and email events (their bytes: BYTES_ROUTES)
+  { method: 'GET', path: '/files/:id/metadata', field: 'Query.fileMetadata', operationId: 'getFileMetadata', tag: 'Files' },
+  { method: 'GET', path: '/events/:eventId/files', field: 'Query.eventFiles', operationId: 'listEventFiles', tag: 'Files' },
+
   // conversations (spec/conversation-service.md): Stripe-style, every success is 200
   { method: 'GET', path: '/contacts', field: 'Query.contacts', operationId: 'listContacts', tag: 'Contacts' },
   { method: 'POST', path: '/contacts', field: 'Mutation.createContact', operationId: 'createContact', tag: 'Contacts', form: true },
@@ -108,4 +127,30 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'GET', path: '/messages/:id', field: 'Query.message', operationId: 'getMessage', tag: 'Messages' },
   { method: 'PUT', path: '/messages/:id', field: 'Mutation.updateMessage', operationId: 'updateMessage', tag: 'Messages', form: true },
   { method: 'DELETE', path: '/messages/:id', field: 'Mutation.deleteMessage', operationId: 'deleteMessage', tag: 'Messages' },
+];
+
+/**
+ * `/v1` routes that answer bytes, not JSON, so no GraphQL field (and no SOFA) serves them: a plain
+ * handler in src/http/ does, after the same API-key check. Documented by hand in the OpenAPI
+ * document (src/http/openapi.ts, bytesOperation).
+ */
+export interface BytesRoute {
+  method: 'GET';
+  path: string;
+  operationId: string;
+  tag: RestTag;
+  summary: string;
+  description: string;
+}
+
+export const BYTES_ROUTES: BytesRoute[] = [
+  {
+    method: 'GET',
+    path: '/files/:id',
+    operationId: 'getFileContent',
+    tag: 'Files',
+    summary: "A stored file's bytes",
+    description:
+      "The content of a file of a form post or an email, with its content type and `content-disposition: attachment`, while payload retention keeps it; after that 410 `payload_gone`. 404 for another project's file.",
+  },
 ];

@@ -69,6 +69,13 @@ export function routeInbound(target: IngestTarget, event: InboundEvent, provider
 export type Admission = (target: IngestTarget) => Date | null;
 
 /**
+ * The inbound event, or how to build it once the webhook is known and admitted (form and email
+ * envelopes name the webhook and show file links only where the project keeps file content).
+ * Called again when the decision is taken again on a fresher lookup.
+ */
+export type InboundEventSource = InboundEvent | ((target: IngestTarget) => InboundEvent);
+
+/**
  * Accepts an event for the webhook `publicId`: takes the webhook's lookup (kept by this process,
  * else read: 404 when unknown or archived), admits the request, routes it, then checks quotas
  * and stores the event with its delivery (row + job) in ONE statement that commits on its own
@@ -82,7 +89,7 @@ export type Admission = (target: IngestTarget) => Date | null;
  * `client`: a connection in the caller's transaction (the cron channel fires a tick and plans
  * the next in one transaction); the event then commits with it. Without, on the pool.
  */
-export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
   let { target, kept } = await cache.get(rt, publicId, client);
@@ -100,9 +107,10 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
   }
 }
 
-async function acceptFor(rt: Runtime, target: IngestTarget | null, event: InboundEvent, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+async function acceptFor(rt: Runtime, target: IngestTarget | null, source: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const runAt = admit(target);
+  let event = typeof source === 'function' ? source(target) : source;
   const secretHeader = target.providerPack && providerSecretHeader(target.providerPack);
   if (secretHeader && secretHeader in event.headers) {
     // The provider's secret itself (GitLab's token) is a credential, not part of the event.

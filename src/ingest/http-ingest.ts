@@ -14,7 +14,7 @@ const PREFIX = '/i/';
 // Credentials the producer showed are not part of the event.
 const STRIPPED_HEADERS = new Set(['authorization', 'x-webhook-secret']);
 
-function eventHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+export function eventHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined && !STRIPPED_HEADERS.has(name)) out[name] = value;
@@ -22,7 +22,7 @@ function eventHeaders(headers: IncomingHttpHeaders): Record<string, string | str
   return out;
 }
 
-function eventQuery(params: URLSearchParams): Record<string, string | string[]> {
+export function eventQuery(params: URLSearchParams): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of params) {
     const prev = out[k];
@@ -44,21 +44,25 @@ function scheduleFor(target: IngestTarget, headers: IncomingHttpHeaders): Date |
 }
 
 /**
- * The producer shows the ingest secret (`Authorization: Bearer` or `x-webhook-secret`) or
- * signs the request the Standard Webhooks way; any valid version of the ingest secret
- * counts. Where the webhook has a provider pack, that provider's own signature counts too,
- * verified on the raw body against `signedUrl` (the ingest URL as configured, PUBLIC_URL).
- * Then validation (400) and state (409), in the contract's order.
+ * The producer shows the ingest secret (`Authorization: Bearer` or `x-webhook-secret`, or, on
+ * form ingest, `fieldSecret`: the `_secret` field) or signs the request the Standard Webhooks
+ * way; any valid version of the ingest secret counts. Where the webhook has a provider pack,
+ * that provider's own signature counts too, verified on the raw body against `signedUrl` (the
+ * ingest URL as configured, PUBLIC_URL). Then validation (400: the deliver-at header, then the
+ * channel's own `validate`) and state (409), in the contract's order. Shared by the HTTP and
+ * form channels.
  */
-function admitHttp(req: IncomingMessage, body: Buffer, signedUrl: string): Admission {
+export function admitProducer(req: IncomingMessage, body: Buffer, signedUrl: string, extra: { fieldSecret?: string; validate?: () => void } = {}): Admission {
   return (target) => {
     const secret = presentedSecret(req.headers);
     const authenticated =
       (secret !== undefined && secretMatches(secret, target.ingestSecrets)) ||
+      (extra.fieldSecret !== undefined && extra.fieldSecret !== '' && secretMatches(extra.fieldSecret.trim(), target.ingestSecrets)) ||
       (hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets)) ||
       (target.providerPack !== null && providerSigned(target.providerPack, { method: req.method ?? 'POST', url: signedUrl, headers: req.headers, body }));
     if (!authenticated) throw producerUnauthorized();
     const runAt = scheduleFor(target, req.headers);
+    extra.validate?.();
     if (target.status === 'paused') throw new WebhookPaused();
     return runAt;
   };
@@ -91,7 +95,7 @@ export function createHttpIngestHandler(rt: Runtime) {
           contentType: req.headers['content-type'] ?? null,
           body,
         },
-        admitHttp(req, body, `${rt.config.publicUrl}${url.pathname}${url.search}`),
+        admitProducer(req, body, `${rt.config.publicUrl}${url.pathname}${url.search}`),
       );
       sendJson(res, 202, accepted);
     } catch (err) {

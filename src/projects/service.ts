@@ -8,7 +8,7 @@ import type { Project } from '../generated/prisma/client.ts';
 import { paginate, type PageRequest } from '../pagination/cursor.ts';
 import { ADMIN_ACTOR, recordAudit } from './audit.ts';
 import { hasFeature, requireFeature } from './gates.ts';
-import { QUOTA_NAMES } from './tiers.ts';
+import { AUTOMATION_QUOTA_NAMES, QUOTA_NAMES } from './tiers.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -190,7 +190,8 @@ export async function ensureDefaultProject(rt: Rt, tier: Tier): Promise<{ projec
 /** Enterprise custom quotas (admin CLI). Value is a non-negative integer; `default` removes the override. */
 export async function setProjectQuota(rt: Rt, projectId: string, quota: string, value: string) {
   const project = await getProject(rt, projectId);
-  if (!(QUOTA_NAMES as string[]).includes(quota)) throw new InvalidRequest(`quota must be one of ${QUOTA_NAMES.join(', ')}`, 'quota');
+  const names: string[] = [...QUOTA_NAMES, ...AUTOMATION_QUOTA_NAMES];
+  if (!names.includes(quota)) throw new InvalidRequest(`quota must be one of ${names.join(', ')}`, 'quota');
   if (project.tier !== 'enterprise') throw new InvalidRequest('custom quotas are for enterprise projects', 'quota');
   const custom = { ...(project.customQuotas as Record<string, number>) };
   if (value === 'default') delete custom[quota];

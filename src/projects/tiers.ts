@@ -33,6 +33,19 @@ export const TIER_QUOTAS: Record<Tier, TierQuotas> = {
 
 export const QUOTA_NAMES: (keyof TierQuotas)[] = Object.keys(TIER_QUOTAS.free) as (keyof TierQuotas)[];
 
+/** The Automation quotas (their table is src/automations/limits.ts), which an Enterprise project's custom quotas may also set. */
+export const AUTOMATION_QUOTA_NAMES = [
+  'automations',
+  'active_automations',
+  'automation_versions',
+  'automation_runs',
+  'automation_cpu_ms',
+  'automation_subrequests',
+  'automation_log_bytes',
+  'automation_worker_creations',
+  'automation_concurrency',
+] as const;
+
 /** The spec's feature-gate table, as data: the lowest tier that has each feature. */
 export const FEATURE_TIERS = {
   raw_file_content: 'starter',

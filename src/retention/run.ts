@@ -1,5 +1,7 @@
 import type pg from 'pg';
 import { encodeTime } from 'ulid';
+import { config as processConfig } from '../config.ts';
+import { purgeExpiredFiles } from '../files/service.ts';
 import { log } from '../log.ts';
 import { projectQuotas, webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
@@ -56,10 +58,14 @@ export interface RetentionReport {
   dispatchesPurged: number;
   replayJobsDeleted: number;
   auditLogsDeleted: number;
+  /** Automation runs (history retention, like attempts). */
+  automationRunsDeleted: number;
   dlqEntriesDeleted: number;
   rateWindowsDeleted: number;
   dedupeKeysDeleted: number;
   counterRowsFolded: number;
+  /** File content removed (its payload retention ended): rows marked purged, file_storage_bytes down. */
+  filesPurged: number;
   complete: boolean;
 }
 
@@ -69,7 +75,7 @@ export function idBefore(prefix: string, ms: number): string {
 }
 
 /** Runs one retention pass (unless another process is running one: `ran: false`). */
-export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'>, opts: RetentionOptions = {}): Promise<RetentionReport> {
+export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runtime, 'config'>>, opts: RetentionOptions = {}): Promise<RetentionReport> {
   const report: RetentionReport = {
     ran: false,
     deliveriesDeleted: 0,
@@ -78,10 +84,12 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'>, opts
     dispatchesPurged: 0,
     replayJobsDeleted: 0,
     auditLogsDeleted: 0,
+    automationRunsDeleted: 0,
     dlqEntriesDeleted: 0,
     rateWindowsDeleted: 0,
     dedupeKeysDeleted: 0,
     counterRowsFolded: 0,
+    filesPurged: 0,
     complete: true,
   };
   const lock = await rt.db.pool.connect();
@@ -205,8 +213,13 @@ interface WebhookRow {
   custom_quotas: unknown;
 }
 
-async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: RetentionReport, s: PassState): Promise<void> {
+async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runtime, 'config'>>, report: RetentionReport, s: PassState): Promise<void> {
   const db = rt.db.pool;
+  // File content whose payload retention ended (its expires_at, set from the webhook's effective
+  // payload retention when the file came in): out of the store, then marked and counted down.
+  const files = await purgeExpiredFiles({ db: rt.db, config: rt.config ?? processConfig }, { batchSize: s.batchSize, now: s.now, deadline: s.deadline });
+  report.filesPurged += files.purged;
+  if (!files.complete) report.complete = false;
   // Webhooks, by primary key in pages: each with its effective limits.
   for (let after = ''; ; ) {
     const { rows } = await db.query<WebhookRow>(
@@ -255,7 +268,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: RetentionRe
         [p.id, idBefore('rpl', history)],
       );
       // The project's rows that only history keeps, oldest first by id (ids are ULIDs: older than = below).
-      const olderRows = (table: 'audit_logs' | 'dlq_entries', prefix: string) =>
+      const olderRows = (table: 'audit_logs' | 'dlq_entries' | 'automation_runs', prefix: string) =>
         drain(
           db,
           s,
@@ -266,6 +279,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: RetentionRe
         );
       report.auditLogsDeleted += await olderRows('audit_logs', 'aud');
       report.dlqEntriesDeleted += await olderRows('dlq_entries', 'dlq');
+      report.automationRunsDeleted += await olderRows('automation_runs', 'run');
       if (Date.now() > s.deadline) {
         report.complete = false;
         return;

@@ -6,8 +6,8 @@ import { InvalidRequest } from '../errors.ts';
  * test-delivery. Pure (no database): the home the Automations runtime plugs into beside JSONata,
  * through the one entry `transformPayload`.
  */
-export type Transform = { kind: 'jsonata'; expression: string };
-export type TransformView = { kind: 'jsonata' | null; expression: string | null };
+export type Transform = { kind: 'jsonata'; expression: string } | { kind: 'automation'; automationId: string; version: number };
+export type TransformView = { kind: 'jsonata' | 'automation' | null; expression: string | null; automationId?: string | null; version?: number | null };
 
 const MAX_EXPRESSION_LENGTH = 64 * 1024;
 // Bounds for one evaluation, so a transform cannot hold a request or a runner.
@@ -19,7 +19,9 @@ function compile(expression: string): jsonata.Expression {
 
 export function viewTransform(stored: unknown): TransformView {
   const t = stored as Transform | null;
-  return t?.kind === 'jsonata' ? { kind: 'jsonata', expression: t.expression } : { kind: null, expression: null };
+  if (t?.kind === 'jsonata') return { kind: 'jsonata', expression: t.expression };
+  if (t?.kind === 'automation') return { kind: 'automation', expression: null, automationId: t.automationId, version: t.version };
+  return { kind: null, expression: null };
 }
 
 /** A JSONata transform from a request's `expression` (400 with `param` when it is missing, too long or does not compile). */
@@ -41,7 +43,7 @@ export function jsonataTransform(expression: unknown): Transform {
  * JSON fails), and its result is sent as JSON (`null` when it yields nothing).
  */
 export async function transformPayload(transform: unknown, payload: Buffer): Promise<{ body: Buffer; contentType: string; value: unknown }> {
-  const t = transform as Transform;
+  const t = transform as { kind?: unknown; expression: string };
   if (t?.kind !== 'jsonata') throw new Error(`transform failed: unsupported kind ${String((t as { kind?: unknown })?.kind)}`);
   let input: unknown;
   try {

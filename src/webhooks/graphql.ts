@@ -110,8 +110,10 @@ const SigningRotationRef = rotationRef('SigningSecretRotation', 'signingSecret')
 
 const TransformRef = builder.objectRef<TransformView>('WebhookTransform').implement({
   fields: (t) => ({
-    kind: t.exposeString('kind', { nullable: true, description: 'jsonata, or null when the webhook has no transform' }),
+    kind: t.exposeString('kind', { nullable: true, description: 'jsonata, automation, or null when the webhook has no transform' }),
     expression: t.exposeString('expression', { nullable: true }),
+    automationId: t.string({ nullable: true, description: 'kind automation: the Automation that runs.', resolve: (v) => v.automationId ?? null }),
+    version: t.int({ nullable: true, description: 'kind automation: its pinned version.', resolve: (v) => v.version ?? null }),
   }),
 });
 
@@ -123,6 +125,8 @@ const TestDeliveryRef = builder.objectRef<Probe>('TestDeliveryResult').implement
     transformed: t.exposeBoolean('transformed', { description: 'Whether the webhook has a transform that was applied.' }),
     payload: t.field({ type: 'JSON', nullable: true, description: 'The payload that would be sent: the transform output, else the body.', resolve: (p) => p.payload }),
     transformError: t.exposeString('transformError', { nullable: true }),
+    dropped: t.boolean({ description: 'An Automation transform returned null: the event would not be delivered (the delivery would end cancelled).', resolve: (p) => p.dropped ?? false }),
+    automationRunId: t.string({ nullable: true, description: "The Automation transform's run (see GET /v1/automations/{id}/runs).", resolve: (p) => p.automationRunId ?? null }),
   }),
 });
 
@@ -261,7 +265,7 @@ builder.mutationField('rotateSigningSecret', (t) =>
 builder.mutationField('setWebhookTransform', (t) =>
   t.field({
     type: TransformRef,
-    description: 'Sets or removes the webhook\'s transform. {kind:"jsonata", expression} sets the classic transform (Starter and above); {kind:null} removes it.',
+    description: 'Sets or removes the webhook\'s transform. {kind:"jsonata", expression} sets the classic transform; {kind:"automation", automationId, version?} pins an Automation version (the latest when left out); both Starter and above. {kind:null} removes it.',
     args: {
       id: t.arg.id({ required: true }),
       kind: t.arg.string({ required: false }),
@@ -276,7 +280,7 @@ builder.mutationField('setWebhookTransform', (t) =>
 builder.mutationField('testWebhookDelivery', (t) =>
   t.field({
     type: TestDeliveryRef,
-    description: 'Evaluates routing and the saved transform against a probe context; stores nothing.',
+    description: 'Evaluates routing and the saved transform against a probe context; stores no delivery. An Automation transform really runs (subrequests included) and its run is recorded and counted.',
     args: {
       id: t.arg.id({ required: true }),
       channel: t.arg.string({ required: false }),

@@ -4,8 +4,9 @@ import { bodyForMatching, matchRule, type EventContext, type RoutingRule } from 
 import { parseInput } from '../validation.ts';
 import { getWebhook } from './get-webhook.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
+import { runAutomation } from '../automations/run.ts';
 
-type Rt = Pick<Runtime, 'db'>;
+type Rt = Pick<Runtime, 'db' | 'config'>;
 
 export interface ProbeInput {
   channel?: string | null;
@@ -57,8 +58,26 @@ export async function testDelivery(rt: Rt, projectId: string, webhookId: string,
   });
   let payload: unknown = context.body;
   let transformError: string | null = null;
+  let dropped = false;
+  let automationRunId: string | null = null;
   const transformed = webhook.transform !== null;
-  if (transformed) {
+  const automation = webhook.transform as { kind?: string; automationId?: string; version?: number } | null;
+  if (automation?.kind === 'automation') {
+    // Runs the pinned version for real (subrequests included); refusals (disabled, quotas, concurrency) are errors.
+    const out = await runAutomation(rt, {
+      projectId,
+      automationId: String(automation.automationId),
+      version: Number(automation.version),
+      deliveryId: null,
+      mode: 'test',
+      event: { id: 'evt_test', receivedAt: new Date().toISOString(), ...context },
+    });
+    if (out.kind === 'payload') payload = out.value;
+    else payload = null;
+    if (out.kind === 'drop') dropped = true;
+    if (out.kind === 'failed') transformError = out.error;
+    if (out.kind !== 'wait') automationRunId = out.runId;
+  } else if (transformed) {
     // The bytes ingest would have stored: a string body as sent, anything else as JSON.
     const raw = typeof input.body === 'string' ? input.body : JSON.stringify(input.body ?? null);
     try {
@@ -68,5 +87,5 @@ export async function testDelivery(rt: Rt, projectId: string, webhookId: string,
       transformError = (e as Error).message;
     }
   }
-  return { destination, matchedRule, transformed, payload, transformError };
+  return { destination, matchedRule, transformed, payload, transformError, dropped, automationRunId };
 }

@@ -19,7 +19,7 @@ export interface TestApp extends App {
  */
 export async function startTestApp(opts: { databaseUrl?: string; api?: boolean; worker?: boolean; config?: Partial<Config> } = {}): Promise<TestApp> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
-  const app = await startApp({ config: { ...config, ...opts.config, HOST: '127.0.0.1' }, databaseUrl, api: opts.api, worker: opts.worker ?? false, port: 0 });
+  const app = await startApp({ config: { ...config, ...opts.config, HOST: '127.0.0.1' }, databaseUrl, api: opts.api, worker: opts.worker ?? false, port: 0, smtpPort: 0 });
   const url = app.http?.url ?? '';
   return {
     ...app,

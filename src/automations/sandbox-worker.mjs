@@ -1,0 +1,355 @@
+// The Automations sandbox's worker thread (plain JavaScript: it runs in a worker_threads Worker
+// without the TypeScript loader). It hosts the QuickJS engine compiled to WebAssembly
+// (quickjs-emscripten) and runs one automation run per message, each in a fresh QuickJS runtime
+// and context that are disposed with the run: nothing of one run survives into another.
+//
+// User code only ever sees what is created inside its own QuickJS context: the event (parsed
+// there from a JSON string), `ctx.fetch` and `console`, both thin wrappers over two host
+// functions that take and return strings. No Node object, function or prototype crosses into
+// the VM, so there is nothing of the host to reach or pollute. Limits per run:
+// - CPU: an interrupt handler ends the run once the time spent executing VM code reaches the
+//   budget (cpu_limit);
+// - memory: QuickJS's own allocator limit (memory_limit), and a stack size limit;
+// - subrequests: counted here before the main thread is asked to make one (subrequest_limit);
+// - logs: captured up to the byte limit, then truncated (the run is not failed);
+// - wall time: the whole run, subrequests included, ends at `wallMs`.
+// There are no timers (no setTimeout/setInterval) and no module loader: `import` fails.
+import { parentPort, workerData } from 'node:worker_threads';
+import { newQuickJSWASMModule, RELEASE_SYNC } from 'quickjs-emscripten';
+
+let QuickJS = await newQuickJSWASMModule(RELEASE_SYNC);
+
+// Shared with the main thread's watchdog: when the VM code running now started (ms since the
+// epoch; 0: none), for which run, and how much CPU budget that run had left then. Native
+// built-ins (a huge Array.prototype.fill, sort) do not consult the interrupt handler; the
+// watchdog ends a worker whose segment outlives its budget.
+const watch = new Float64Array(workerData.watch, 0, 1);
+const watchInfo = new Int32Array(workerData.watch, 8, 2);
+
+const BOOTSTRAP = `(() => {
+  const hostLog = globalThis.__host_log;
+  const hostFetch = globalThis.__host_fetch;
+  delete globalThis.__host_log;
+  delete globalThis.__host_fetch;
+  const show = (a) => {
+    if (typeof a === 'string') return a;
+    try { const s = JSON.stringify(a); return s === undefined ? String(a) : s; } catch { return String(a); }
+  };
+  const level = (name) => (...args) => { hostLog(name, args.map(show).join(' ')); };
+  globalThis.console = Object.freeze({ log: level('log'), info: level('info'), warn: level('warn'), error: level('error'), debug: level('debug') });
+  const fetch = async (url, init) => {
+    const answer = JSON.parse(await hostFetch(String(url), JSON.stringify(init === undefined ? {} : init)));
+    if (answer.error) throw new Error(answer.error);
+    const headers = answer.headers;
+    return Object.freeze({
+      status: answer.status,
+      ok: answer.status >= 200 && answer.status < 300,
+      headers: Object.freeze({ get: (name) => { const v = headers[String(name).toLowerCase()]; return v === undefined ? null : v; } }),
+      text: async () => answer.body,
+      json: async () => JSON.parse(answer.body),
+    });
+  };
+  const ctx = Object.freeze({ fetch });
+  return (fn, eventJson) => {
+    if (typeof fn !== 'function') throw new TypeError('the module has no default export function');
+    return Promise.resolve().then(() => fn(JSON.parse(eventJson), ctx)).then((r) => {
+      if (r === null) return JSON.stringify({ kind: 'drop' });
+      if (r === undefined) throw new TypeError('the default export returned undefined: return the payload to deliver, or null to drop the event');
+      if (typeof r === 'string') return JSON.stringify({ kind: 'string', value: r });
+      const s = JSON.stringify(r);
+      if (s === undefined) throw new TypeError('the result cannot be sent as JSON');
+      return JSON.stringify({ kind: 'json', value: s });
+    });
+  };
+})()`;
+
+/** Ends a run from a host function: caught by no user code (the VM is interrupted at once). */
+class RunLimit extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+// Warm-up before the first run: WebAssembly functions compile on first call, and that time must
+// not be charged to a user's CPU budget.
+{
+  const runtime = QuickJS.newRuntime();
+  const vm = runtime.newContext();
+  for (let i = 0; i < 3; i++) {
+    const r = vm.evalCode(`${BOOTSTRAP}; const o = JSON.parse('{"a":[1,2,3],"b":"x"}'); JSON.stringify({ ...o, c: o.a.map((x) => x * 2) });
+      Promise.resolve(1).then((x) => x + 1);`);
+    (r.error ?? r.value).dispose();
+    const m = vm.evalCode('export default (e) => ({ ...e, n: 1 })', 'warm.js', { type: 'module' });
+    (m.error ?? m.value).dispose();
+    runtime.executePendingJobs(-1);
+  }
+  vm.dispose();
+  runtime.dispose();
+}
+
+const pendingFetches = new Map();
+let nextFetchId = 1;
+
+parentPort.on('message', (msg) => {
+  if (msg.type === 'run') {
+    run(msg).then(
+      (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result }),
+      (err) => parentPort.postMessage({ type: 'result', runId: msg.runId, result: { status: 'error', error: `sandbox failure: ${err?.message ?? err}`, cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true } }),
+    );
+  } else if (msg.type === 'check') {
+    parentPort.postMessage({ type: 'checked', runId: msg.runId, problem: check(msg.code) });
+  } else if (msg.type === 'fetchResult') {
+    const waiting = pendingFetches.get(msg.fetchId);
+    if (waiting) {
+      pendingFetches.delete(msg.fetchId);
+      waiting(msg.answer);
+    }
+  }
+});
+
+/** Compiles a module without running it: null, or why it does not compile. */
+function check(code) {
+  let runtime;
+  let vm;
+  try {
+    runtime = QuickJS.newRuntime();
+    runtime.setMemoryLimit(32 * 1024 * 1024);
+    runtime.setMaxStackSize(512 * 1024);
+    const started = performance.now();
+    runtime.setInterruptHandler(() => performance.now() - started > 1000);
+    vm = runtime.newContext();
+    const r = vm.evalCode(code, 'automation.js', { type: 'module', compileOnly: true });
+    if (r.error) {
+      const text = errorText(vm, r.error);
+      r.error.dispose();
+      // Only what the parser reports is refused here; anything else shows in the run itself.
+      return /^SyntaxError: /.test(text) ? text : null;
+    }
+    r.value.dispose();
+    return null;
+  } finally {
+    vm?.dispose();
+    runtime?.dispose();
+  }
+}
+
+function errorText(vm, handle) {
+  const e = vm.dump(handle);
+  if (e && typeof e === 'object') {
+    const name = typeof e.name === 'string' ? e.name : 'Error';
+    const message = typeof e.message === 'string' ? e.message : JSON.stringify(e);
+    return `${name}: ${message}`;
+  }
+  return `thrown: ${typeof e === 'string' ? e : JSON.stringify(e)}`;
+}
+
+async function run({ runId, code, eventJson, limits }) {
+  const started = performance.now();
+  const wallDeadline = started + limits.wallMs;
+  let cpuMs = 0;
+  let segmentStart = 0;
+  let inSegment = false;
+  let limit = null; // { status, message } once a limit ended the run
+  let subrequests = 0;
+  let retryable = false;
+  let logs = '';
+  let logBytes = 0;
+  let logsTruncated = false;
+  const fetchWaits = new Set();
+
+  const runtime = QuickJS.newRuntime();
+  runtime.setMemoryLimit(limits.memoryBytes);
+  runtime.setMaxStackSize(limits.stackBytes);
+  const usedCpu = () => cpuMs + (inSegment ? performance.now() - segmentStart : 0);
+  runtime.setInterruptHandler(() => {
+    if (limit) return true;
+    if (usedCpu() >= limits.cpuMs) {
+      limit = { status: 'cpu_limit', message: `the run used more than its ${limits.cpuMs} ms of CPU` };
+      return true;
+    }
+    if (performance.now() >= wallDeadline) {
+      limit = { status: 'cpu_limit', message: `the run took longer than its ${limits.wallMs} ms` };
+      return true;
+    }
+    return false;
+  });
+  const vm = runtime.newContext();
+  const handles = [];
+  const keep = (h) => {
+    handles.push(h);
+    return h;
+  };
+  // Runs VM code, counting its time against the CPU budget.
+  const segment = (fn) => {
+    segmentStart = performance.now();
+    inSegment = true;
+    watchInfo[0] = runId;
+    watchInfo[1] = Math.max(0, Math.ceil(limits.cpuMs - cpuMs));
+    watch[0] = Date.now();
+    try {
+      return fn();
+    } finally {
+      watch[0] = 0;
+      cpuMs += performance.now() - segmentStart;
+      inSegment = false;
+    }
+  };
+  const finish = (status, extra) => ({
+    status,
+    cpuMs: Math.round(cpuMs * 1000) / 1000,
+    subrequests,
+    logs,
+    logBytes,
+    logsTruncated,
+    retryable,
+    ...extra,
+  });
+
+  try {
+    const hostLog = keep(
+      vm.newFunction('__host_log', (levelHandle, textHandle) => {
+        const line = `${vm.getString(levelHandle) === 'log' ? '' : `[${vm.getString(levelHandle)}] `}${vm.getString(textHandle)}\n`;
+        if (logsTruncated) return;
+        const bytes = Buffer.byteLength(line);
+        if (logBytes + bytes > limits.logBytes) {
+          // Whole characters only, up to the limit; then a marker. The run goes on.
+          const room = limits.logBytes - logBytes;
+          const part = Buffer.from(line).subarray(0, Math.max(room, 0)).toString('utf8').replace(/\uFFFD$/, '');
+          logs += part;
+          logBytes += Buffer.byteLength(part);
+          logsTruncated = true;
+          return;
+        }
+        logs += line;
+        logBytes += bytes;
+      }),
+    );
+    const hostFetch = keep(
+      vm.newFunction('__host_fetch', (urlHandle, initHandle) => {
+        const url = vm.getString(urlHandle);
+        const init = vm.getString(initHandle);
+        subrequests += 1;
+        if (subrequests > limits.subrequests) {
+          limit = { status: 'subrequest_limit', message: `the run made more than its ${limits.subrequests} subrequests` };
+          throw new RunLimit('subrequest_limit', limit.message);
+        }
+        const deferred = vm.newPromise();
+        const fetchId = nextFetchId++;
+        const remaining = Math.max(0, Math.floor(wallDeadline - performance.now()));
+        const wait = new Promise((resolve) => pendingFetches.set(fetchId, resolve)).then((answer) => {
+          fetchWaits.delete(wait);
+          if (!deferred.alive) return;
+          if (answer.blocked) {
+            limit = limit ?? { status: 'egress_blocked', message: answer.error };
+          } else if (answer.error) {
+            retryable = true;
+          }
+          const text = vm.newString(JSON.stringify(answer));
+          deferred.resolve(text);
+          text.dispose();
+        });
+        fetchWaits.add(wait);
+        parentPort.postMessage({ type: 'fetch', runId, fetchId, url, init, timeoutMs: Math.min(limits.subrequestTimeoutMs, remaining) });
+        handles.push(deferred);
+        return deferred.handle;
+      }),
+    );
+    vm.setProp(vm.global, '__host_log', hostLog);
+    vm.setProp(vm.global, '__host_fetch', hostFetch);
+
+    const drive = keep(vm.unwrapResult(segment(() => vm.evalCode(BOOTSTRAP, 'bootstrap.js'))));
+    const evaluated = segment(() => vm.evalCode(code, 'automation.js', { type: 'module' }));
+    if (limit) return finish(limit.status, { error: limit.message });
+    if (evaluated.error) {
+      const text = errorText(vm, evaluated.error);
+      evaluated.error.dispose();
+      return finish(/out of memory/i.test(text) ? 'memory_limit' : 'error', { error: /out of memory/i.test(text) ? 'the run ran out of memory' : text });
+    }
+    let ns = keep(evaluated.value);
+    // A module with top-level await evaluates to a promise of its namespace.
+    if (!vm.getPromiseState(ns).notAPromise) {
+      const settled = await settle(ns);
+      if (settled.done) return settled.done;
+      ns = settled.value;
+    }
+    const fn = keep(vm.getProp(ns, 'default'));
+    const eventHandle = keep(vm.newString(eventJson));
+    const called = segment(() => vm.callFunction(drive, vm.undefined, fn, eventHandle));
+    if (limit) return finish(limit.status, { error: limit.message });
+    if (called.error) {
+      const text = errorText(vm, called.error);
+      called.error.dispose();
+      return finish('error', { error: text });
+    }
+    const promise = keep(called.value);
+    const settled = await settle(promise);
+    if (settled.done) return settled.done;
+    const envelope = vm.typeof(settled.value) === 'string' ? vm.getString(settled.value) : null;
+    if (envelope === null) return finish('error', { error: 'the run produced no result' });
+    const parsed = JSON.parse(envelope);
+    return finish('ok', { result: parsed });
+  } catch (err) {
+    if (err instanceof RunLimit) return finish(err.status, { error: err.message });
+    if (limit) return finish(limit.status, { error: limit.message });
+    // The engine itself failed (not the code): the attempt is retried.
+    retryable = true;
+    return finish('error', { error: `sandbox failure: ${err?.message ?? err}` });
+  } finally {
+    try {
+      for (const h of handles.reverse()) if (h.alive) h.dispose();
+      vm.dispose();
+      runtime.dispose();
+    } catch (err) {
+      if (process.env.SANDBOX_DEBUG) console.error('dispose failed', runId, err?.message);
+      // A runtime that cannot be torn down cleanly is not reused: a new engine instance
+      // replaces this one for the runs that follow.
+      QuickJS = await newQuickJSWASMModule(RELEASE_SYNC);
+    }
+  }
+
+  /**
+   * Drives a VM promise to its end: runs pending jobs (inside the CPU budget), waits for
+   * subrequests, and stops at a limit, a rejection or when nothing is left that could settle it.
+   */
+  async function settle(promiseHandle) {
+    for (;;) {
+      if (limit) return { done: finish(limit.status, { error: limit.message }) };
+      const state = vm.getPromiseState(promiseHandle);
+      if (state.type === 'fulfilled') {
+        if (state.notAPromise) return { value: promiseHandle };
+        return { value: keep(state.value) };
+      }
+      if (state.type === 'rejected') {
+        const text = errorText(vm, state.error);
+        state.error.dispose();
+        if (limit) return { done: finish(limit.status, { error: limit.message }) };
+        if (/out of memory/i.test(text)) return { done: finish('memory_limit', { error: 'the run ran out of memory' }) };
+        return { done: finish('error', { error: text }) };
+      }
+      if (runtime.hasPendingJob()) {
+        const jobs = segment(() => runtime.executePendingJobs(-1));
+        if (jobs.error) {
+          const text = errorText(vm, jobs.error);
+          jobs.error.dispose();
+          if (limit) return { done: finish(limit.status, { error: limit.message }) };
+          if (/out of memory/i.test(text)) return { done: finish('memory_limit', { error: 'the run ran out of memory' }) };
+          return { done: finish('error', { error: text }) };
+        }
+        continue;
+      }
+      if (fetchWaits.size > 0) {
+        const left = wallDeadline - performance.now();
+        if (left <= 0) {
+          limit = { status: 'cpu_limit', message: `the run took longer than its ${limits.wallMs} ms` };
+          continue;
+        }
+        let timer;
+        await Promise.race([...fetchWaits, new Promise((r) => (timer = setTimeout(r, left)))]);
+        clearTimeout(timer);
+        continue;
+      }
+      return { done: finish('error', { error: 'the result never settles (a promise that nothing resolves; there are no timers)' }) };
+    }
+  }
+}

@@ -1,0 +1,321 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
+import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { inTransaction } from '../db/client.ts';
+import { DomainError, isDatabaseUnavailable, NotFound, QuotaExceeded, WebhookPaused } from '../errors.ts';
+import { discardContent, fileRef, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
+import { fileStore } from '../files/store.ts';
+import { newId } from '../ids.ts';
+import { log } from '../log.ts';
+import { fileStorageRoom } from '../projects/quotas/file-storage.ts';
+import { ingestRefusalHint } from '../projects/quotas/ingest-hint.ts';
+import { webhookQuotas } from '../projects/quotas/limits.ts';
+import type { Runtime } from '../runtime.ts';
+import { acceptEvent, type AcceptedEvent, type Admission } from './accept-event.ts';
+import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+import { INGEST_BODY_LIMIT } from './http-ingest.ts';
+import { FORM_LIMITS } from './form-ingest.ts';
+import { ingestTargets } from './ingest-target-cache.ts';
+
+/** Email ingest's caps (CONTRACT §7 and docs/forms-and-email.md). */
+export const EMAIL_LIMITS = {
+  /** A message (552 above; advertised with SIZE). */
+  messageBytes: 60 * 1024 * 1024,
+  /** Recipients per message (452 for more). */
+  recipients: 50,
+  /** Attachments whose content is kept, per message; the rest are metadata only. */
+  keptAttachments: 100,
+  /** MIME parts a message may have (an attachment bomb beyond it is refused with 554). */
+  mimeParts: 10_000,
+  /** Attachments listed in the envelope (an attachment bomb lists the first ones only). */
+  listedAttachments: 1_000,
+  /** One kept attachment, and the kept attachments together (as form files). */
+  fileBytes: FORM_LIMITS.fileBytes,
+  messageFileBytes: FORM_LIMITS.postFileBytes,
+} as const;
+
+/** An SMTP reply with its code (smtp-server answers an Error's `responseCode`). */
+function reply(code: number, message: string): Error {
+  return Object.assign(new Error(message), { responseCode: code });
+}
+
+/** Why a webhook would not take a message, as the SMTP reply RCPT or DATA gives. */
+function smtpRefusal(err: unknown): Error {
+  if (err instanceof NotFound) return reply(550, '5.1.1 No such mailbox');
+  if (err instanceof WebhookPaused) return reply(450, '4.2.1 Mailbox paused; try again later');
+  if (err instanceof QuotaExceeded) {
+    const storage = err.details.quota === 'stored_payload_bytes' || err.details.quota === 'file_storage_bytes';
+    return storage ? reply(452, `4.3.1 Insufficient storage (${String(err.details.quota)})`) : reply(451, `4.7.0 Quota exceeded (${String(err.details.quota)}); try again later`);
+  }
+  if (isDatabaseUnavailable(err)) return reply(451, '4.3.0 Temporarily unavailable; try again later');
+  if (err instanceof DomainError && err.status < 500) return reply(554, `5.6.0 ${err.message}`);
+  log.error({ err }, 'email ingest failed');
+  return reply(451, '4.3.0 Local error; try again later');
+}
+
+/** The recipient's publicId when it is `{publicId}@{EMAIL_DOMAIN}` (local part case-insensitive), else null. */
+function recipientPublicId(address: string, domain: string): string | null {
+  const at = address.lastIndexOf('@');
+  if (at <= 0) return null;
+  if (address.slice(at + 1).toLowerCase() !== domain.toLowerCase()) return null;
+  const local = address.slice(0, at).toLowerCase();
+  return PUBLIC_ID.test(local) ? local : null;
+}
+
+const addresses = (a: AddressObject | AddressObject[] | undefined) =>
+  (Array.isArray(a) ? a : a ? [a] : []).flatMap((o) => o.value).map((v) => ({ address: v.address ?? '', name: v.name ?? '' }));
+
+/** Header values by lower-case name, unfolded; a repeated header becomes an array, in order. */
+function headerMap(mail: ParsedMail): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const { key, line } of mail.headerLines) {
+    const colon = line.indexOf(':');
+    const value = (colon === -1 ? '' : line.slice(colon + 1)).replace(/\r?\n[ \t]+/g, ' ').trim();
+    const prev = out[key];
+    if (prev === undefined) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    else out[key] = Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  return out;
+}
+
+const clean = (s: string | undefined, fallback: string) => (s ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || fallback;
+
+interface MeasuredAttachment {
+  id: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  sha256: string;
+  contentId: string | null;
+  disposition: string;
+  content: Buffer;
+}
+
+function measure(a: Attachment): MeasuredAttachment {
+  return {
+    id: newId('file'),
+    filename: clean(a.filename, 'attachment'),
+    contentType: clean(a.contentType, 'application/octet-stream'),
+    size: a.content.length,
+    sha256: createHash('sha256').update(a.content).digest('hex'),
+    contentId: a.contentId ?? null,
+    disposition: a.contentDisposition || 'attachment',
+    content: a.content,
+  };
+}
+
+/** Mail is the service's own channel: knowing the address is the credential. State and the default delay apply. */
+const admitEmail: Admission = (target) => {
+  if (target.status === 'paused') throw new WebhookPaused();
+  return target.defaultDelaySeconds ? new Date(Date.now() + target.defaultDelaySeconds * 1000) : null;
+};
+
+interface Mail {
+  mailFrom: string;
+  parsed: ParsedMail;
+  attachments: MeasuredAttachment[];
+  receivedAt: Date;
+}
+
+/**
+ * One message for one webhook: the `email.received` envelope is the event's body (what is
+ * delivered, replayed and exported), accepted through acceptEvent like any channel. Where the
+ * project keeps file content, the attachments that fit the caps and the file-storage quota are
+ * written to the store first and recorded in the event's transaction; the rest are metadata only.
+ */
+async function acceptMail(rt: Runtime, publicId: string, rcptTo: string[], mail: Mail): Promise<AcceptedEvent> {
+  const { target: known } = await ingestTargets(rt).get(rt, publicId);
+  if (!known || known.status === 'archived') throw new NotFound('webhook');
+  const keep = keepsFileContent(known.project);
+  // Candidates for keeping: within the per-file and per-message caps, in order.
+  const candidates: MeasuredAttachment[] = [];
+  if (keep) {
+    let total = 0;
+    for (const a of mail.attachments.slice(0, EMAIL_LIMITS.keptAttachments)) {
+      if (a.size > EMAIL_LIMITS.fileBytes || total + a.size > EMAIL_LIMITS.messageFileBytes) continue;
+      total += a.size;
+      candidates.push(a);
+    }
+  }
+  const written: string[] = [];
+  let recorded = false;
+  try {
+    const store = fileStore(rt.config);
+    await Promise.all(
+      candidates.map(async (a) => {
+        const key = storageKey(known.projectId, a.id);
+        written.push(key);
+        await store.put(key, Readable.from([a.content]), a.contentType);
+      }),
+    );
+    const run = async (client?: import('pg').PoolClient) => {
+      // What fits the file-storage quota is kept (under its lock, in this transaction).
+      const room = client && candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
+      const kept = new Set<string>();
+      let left = room;
+      for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
+      let used: IngestTarget | null = null;
+      let keptNow = false;
+      const { parsed } = mail;
+      const build = (target: IngestTarget) => {
+        used = target;
+        keptNow = keepsFileContent(target.project);
+        const now = mail.receivedAt.getTime();
+        const envelope = {
+          type: 'email.received',
+          webhookId: target.webhookId,
+          receivedAt: mail.receivedAt.toISOString(),
+          envelope: { mailFrom: mail.mailFrom, rcptTo },
+          messageId: parsed.messageId ?? null,
+          subject: parsed.subject ?? '',
+          date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
+          from: addresses(parsed.from)[0] ?? null,
+          to: addresses(parsed.to),
+          cc: addresses(parsed.cc),
+          replyTo: addresses(parsed.replyTo),
+          headers: headerMap(parsed),
+          text: parsed.text ?? '',
+          html: typeof parsed.html === 'string' ? parsed.html : null,
+          attachments: mail.attachments.slice(0, EMAIL_LIMITS.listedAttachments).map((a) => ({
+            filename: a.filename,
+            contentType: a.contentType,
+            size: a.size,
+            sha256: a.sha256,
+            contentId: a.contentId,
+            disposition: a.disposition,
+            ...(keptNow && kept.has(a.id) ? { fileRef: fileRef(rt.config, a.id, now) } : {}),
+          })),
+        };
+        let body = Buffer.from(JSON.stringify(envelope));
+        if (body.length > INGEST_BODY_LIMIT) {
+          // A huge text or html part: the envelope keeps the first part of each (the raw message is not delivered).
+          const cut = Math.floor(INGEST_BODY_LIMIT / 4);
+          body = Buffer.from(JSON.stringify({ ...envelope, text: envelope.text.slice(0, cut), html: envelope.html?.slice(0, cut) ?? null, truncated: true }));
+        }
+        return { channel: 'email' as const, method: 'POST', path: '/', query: {}, headers: { 'content-type': 'application/json' }, contentType: 'application/json', body };
+      };
+      const accepted = await acceptEvent(rt, publicId, build, admitEmail, client);
+      if (client && accepted.status !== 'duplicate' && keptNow && kept.size > 0) {
+        const target = used!;
+        const files: NewFile[] = candidates
+          .filter((a) => kept.has(a.id))
+          .map((a) => ({ id: a.id, field: 'attachment', filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, storageKey: storageKey(known.projectId, a.id) }));
+        const expiresAt = new Date(mail.receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
+        await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt }, files, { roomChecked: true });
+        return { accepted, recorded: true };
+      }
+      return { accepted, recorded: false };
+    };
+    const out = candidates.length ? await inTransaction(rt.db.pool, (client) => run(client)) : await run();
+    recorded = out.recorded;
+    return out.accepted;
+  } finally {
+    if (!recorded) await discardContent(rt.config, written);
+  }
+}
+
+export interface SmtpServerHandle {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The SMTP server of email ingest (CONTRACT §7), started with the API half (`npm start`,
+ * `start:api`). Mail for `{publicId}@{EMAIL_DOMAIN}`: each RCPT is decided on its own (550
+ * unknown or archived, 450 paused, 451 a quota that refuses ingest, 452 storage); a message over
+ * 60 MB is 552 (SIZE is advertised); `250` only once every recipient's event is stored. STARTTLS
+ * when SMTP_TLS_CERT and SMTP_TLS_KEY are set, off otherwise. No AUTH: the address is the secret.
+ */
+export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: string; socketTimeoutMs?: number }): Promise<SmtpServerHandle> {
+  const { config } = rt;
+  const tls = config.SMTP_TLS_CERT && config.SMTP_TLS_KEY ? { cert: readFileSync(config.SMTP_TLS_CERT), key: readFileSync(config.SMTP_TLS_KEY) } : null;
+  const server = new SMTPServer({
+    name: config.EMAIL_DOMAIN,
+    banner: 'relay-service email ingest',
+    size: EMAIL_LIMITS.messageBytes,
+    authOptional: true,
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    ...(tls ? { cert: tls.cert, key: tls.key } : {}),
+    socketTimeout: opts.socketTimeoutMs ?? 60_000,
+    closeTimeout: 5_000,
+    logger: false,
+    disableReverseLookup: true,
+    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
+      void (async () => {
+        const publicId = recipientPublicId(address.address, config.EMAIL_DOMAIN);
+        if (!publicId) return callback(reply(550, '5.1.1 No such mailbox'));
+        if (session.envelope.rcptTo.length >= EMAIL_LIMITS.recipients) return callback(reply(452, '4.5.3 Too many recipients'));
+        try {
+          const { target } = await ingestTargets(rt).get(rt, publicId);
+          if (!target || target.status === 'archived') throw new NotFound('webhook');
+          if (target.status === 'paused') throw new WebhookPaused();
+          const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides });
+          if (refusing) throw new QuotaExceeded({ quota: refusing, scope: 'project', limit: 0, current: 0, delta: 1 });
+          callback();
+        } catch (err) {
+          callback(smtpRefusal(err));
+        }
+      })();
+    },
+    onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) {
+      void (async () => {
+        const receivedAt = new Date();
+        const chunks: Buffer[] = [];
+        let size = 0;
+        try {
+          for await (const c of stream) {
+            size += (c as Buffer).length;
+            // Over the limit, the rest is read and dropped (smtp-server marks sizeExceeded).
+            if (size <= EMAIL_LIMITS.messageBytes) chunks.push(c as Buffer);
+          }
+        } catch {
+          return callback(reply(451, '4.4.2 Connection lost during DATA'));
+        }
+        if (stream.sizeExceeded || size > EMAIL_LIMITS.messageBytes) return callback(reply(552, `5.3.4 Message over ${EMAIL_LIMITS.messageBytes} bytes`));
+        let parsed: ParsedMail;
+        try {
+          // maxChildNodes: mailparser's splitter option (not in its types), 1000 parts by default.
+          const options = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, maxChildNodes: EMAIL_LIMITS.mimeParts };
+          parsed = await simpleParser(Buffer.concat(chunks), options as Parameters<typeof simpleParser>[1]);
+        } catch (err) {
+          return callback(reply(554, `5.6.0 The message cannot be parsed: ${(err as Error).message}`));
+        }
+        // Recipients by webhook: each accepted RCPT named one.
+        const byHook = new Map<string, string[]>();
+        for (const r of session.envelope.rcptTo) {
+          const id = recipientPublicId(r.address, config.EMAIL_DOMAIN);
+          if (id) byHook.set(id, [...(byHook.get(id) ?? []), r.address]);
+        }
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        const mail: Mail = { mailFrom, parsed, attachments: parsed.attachments.map(measure), receivedAt };
+        const results = await Promise.allSettled([...byHook].map(([publicId, rcpt]) => acceptMail(rt, publicId, rcpt, mail)));
+        const stored = results.filter((r): r is PromiseFulfilledResult<AcceptedEvent> => r.status === 'fulfilled').map((r) => r.value.eventId);
+        const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed.length === 0) return callback(null, `2.0.0 Stored as ${stored.join(' ')}`);
+        if (stored.length === 0) return callback(smtpRefusal(failed[0].reason));
+        // Some recipients stored, some not: the message is taken (a retry would store it twice for
+        // the others); the refused ones are logged.
+        log.warn({ stored, refused: failed.map((f) => (f.reason as Error).message) }, 'email accepted for some recipients only');
+        callback(null, `2.0.0 Stored as ${stored.join(' ')}; ${failed.length} recipient(s) refused`);
+      })();
+    },
+  });
+  server.on('error', (err) => log.warn({ err }, 'smtp server error'));
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`SMTP port ${opts.port} is already in use on ${opts.host ?? '0.0.0.0'} (set SMTP_PORT)`) : err);
+    server.server.once('error', onError);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => {
+      server.server.off('error', onError);
+      resolve();
+    });
+  });
+  const port = (server.server.address() as AddressInfo).port;
+  return {
+    port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,271 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import { inTransaction } from '../db/client.ts';
+import { InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../errors.ts';
+import { discardContent, fileRef, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
+import { FileTooLarge, fileStore, measuring, type Measured } from '../files/store.ts';
+import { mediaType } from '../http/body.ts';
+import { sendError, sendJson } from '../http/respond.ts';
+import { newId } from '../ids.ts';
+import { webhookQuotas } from '../projects/quotas/limits.ts';
+import type { Runtime } from '../runtime.ts';
+import { acceptEvent, type AcceptedEvent } from './accept-event.ts';
+import { hasStandardSignature } from './authenticate-producer.ts';
+import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
+import { admitProducer, eventHeaders, eventQuery, INGEST_BODY_LIMIT } from './http-ingest.ts';
+import { ingestTargets } from './ingest-target-cache.ts';
+
+/** Form ingest's caps (CONTRACT §7 and README "Form ingest"): all refused with 413 while streaming. */
+export const FORM_LIMITS = {
+  /** One file. */
+  fileBytes: 15 * 1024 * 1024,
+  /** The files of one post together. */
+  postFileBytes: 50 * 1024 * 1024,
+  /** Fields (controls included) per post. */
+  fields: 1_000,
+  /** Files per post. */
+  files: 100,
+  /** One field's name, in bytes. */
+  fieldNameBytes: 256,
+  /** One field's value, in bytes. */
+  fieldValueBytes: 1024 * 1024,
+  /** All field values together (the delivered envelope is an ingest body: at most 10 MB). */
+  fieldBytes: 8 * 1024 * 1024,
+} as const;
+
+const PREFIX = '/f/';
+const FORM_TYPES = new Set(['multipart/form-data', 'application/x-www-form-urlencoded']);
+
+interface ParsedFile {
+  id: string;
+  field: string;
+  filename: string;
+  contentType: string;
+  /** Where its content was written; null when it was only measured. */
+  key: string | null;
+  measured: () => Measured;
+}
+
+interface ParsedForm {
+  fields: Record<string, string | string[]>;
+  secret?: string;
+  redirect?: string;
+  honeypot?: string;
+  files: ParsedFile[];
+  /** The request's bytes, kept only when it carries a Standard Webhooks signature. */
+  raw: Buffer;
+}
+
+/** Control characters (NUL included) cannot be stored as text; a filename is at most 255 characters. */
+function cleanName(name: string | undefined): string {
+  return (name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || 'file';
+}
+
+const tooLarge = (what: string, limit: number) => Object.assign(new PayloadTooLarge(limit), { message: `${what} exceeds the limit of ${limit} bytes.` });
+
+/**
+ * Parses the post while it streams (busboy): fields into `fields` (a repeated name becomes an
+ * array, in order), `_`-prefixed controls aside, each file hashed and counted, its content written
+ * to the store when `keep`. The first cap passed fails the parse at once; `written` lists every
+ * key whose content was (being) written, for the caller to remove when the event is not stored.
+ */
+function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileStore>; projectId: string } | null, written: string[]): Promise<ParsedForm> {
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({
+        headers: req.headers,
+        defParamCharset: 'utf8',
+        limits: { fieldNameSize: FORM_LIMITS.fieldNameBytes + 1, fieldSize: FORM_LIMITS.fieldValueBytes, fields: FORM_LIMITS.fields, files: FORM_LIMITS.files, parts: FORM_LIMITS.fields + FORM_LIMITS.files },
+      });
+    } catch (err) {
+      reject(new InvalidRequest(`The form body cannot be read: ${(err as Error).message}.`));
+      return;
+    }
+    const form: ParsedForm = { fields: {}, files: [], raw: Buffer.alloc(0) };
+    const raw: Buffer[] = [];
+    if (hasStandardSignature(req.headers)) req.on('data', (c: Buffer) => raw.push(c));
+    const uploads: Promise<unknown>[] = [];
+    const active = new Set<NodeJS.ReadableStream & { destroy(err?: Error): void }>();
+    let fieldBytes = 0;
+    let fileBytes = 0;
+    let failed = false;
+    let finished = false;
+    const fail = (err: Error) => {
+      if (failed) return;
+      failed = true;
+      req.unpipe(bb);
+      // The rest of the upload is read and dropped (not buffered), so the answer reaches the client.
+      req.resume();
+      for (const s of active) s.destroy(err);
+      void Promise.allSettled(uploads).then(() => reject(err));
+    };
+    bb.on('field', (name, value, info) => {
+      if (failed) return;
+      if (info.nameTruncated || Buffer.byteLength(name) > FORM_LIMITS.fieldNameBytes) return fail(tooLarge('A field name', FORM_LIMITS.fieldNameBytes));
+      if (info.valueTruncated) return fail(tooLarge(`The field ${name.slice(0, 64)}`, FORM_LIMITS.fieldValueBytes));
+      fieldBytes += Buffer.byteLength(value) + Buffer.byteLength(name);
+      if (fieldBytes > FORM_LIMITS.fieldBytes) return fail(tooLarge('The fields together', FORM_LIMITS.fieldBytes));
+      if (name.startsWith('_')) {
+        if (name === '_secret') form.secret = value;
+        else if (name === '_redirect') form.redirect = value;
+        else if (name === '_honeypot') form.honeypot = value;
+        return;
+      }
+      const prev = form.fields[name];
+      if (prev === undefined) Object.defineProperty(form.fields, name, { value, enumerable: true, writable: true, configurable: true });
+      else form.fields[name] = Array.isArray(prev) ? [...prev, value] : [prev, value];
+    });
+    bb.on('file', (name, stream, info) => {
+      if (failed || name.startsWith('_')) {
+        stream.resume();
+        return;
+      }
+      const id = newId('file');
+      const contentType = (info.mimeType || 'application/octet-stream').slice(0, 255);
+      const { transform, measured } = measuring(FORM_LIMITS.fileBytes, (n) => ((fileBytes += n) > FORM_LIMITS.postFileBytes ? new FileTooLarge(FORM_LIMITS.postFileBytes) : null));
+      const key = keep ? storageKey(keep.projectId, id) : null;
+      form.files.push({ id, field: name, filename: cleanName(info.filename), contentType, key, measured });
+      active.add(stream);
+      let upload: Promise<unknown>;
+      if (keep && key) {
+        written.push(key);
+        upload = Promise.all([pipeline(stream, transform), keep.store.put(key, transform, contentType)]);
+      } else {
+        upload = pipeline(stream, transform, new Writable({ write: (_c, _e, cb) => cb() }));
+      }
+      upload = upload.then(
+        () => active.delete(stream),
+        (err: unknown) => {
+          active.delete(stream);
+          const e = err as Error;
+          fail(e instanceof FileTooLarge ? tooLarge(e.limit === FORM_LIMITS.fileBytes ? 'A file' : 'The files of this post together', e.limit) : failed ? e : new InvalidRequest(`The form body is malformed: ${e.message}.`));
+        },
+      );
+      uploads.push(upload);
+    });
+    bb.on('fieldsLimit', () => fail(tooLarge(`More than ${FORM_LIMITS.fields} fields:`, FORM_LIMITS.fields)));
+    bb.on('filesLimit', () => fail(tooLarge(`More than ${FORM_LIMITS.files} files:`, FORM_LIMITS.files)));
+    bb.on('partsLimit', () => fail(tooLarge('The number of parts', FORM_LIMITS.fields + FORM_LIMITS.files)));
+    bb.on('error', (err: Error) => fail(new InvalidRequest(`The form body is malformed: ${err.message}.`)));
+    bb.on('close', () => {
+      finished = true;
+      void Promise.allSettled(uploads).then(() => {
+        if (failed) return;
+        form.raw = Buffer.concat(raw);
+        resolve(form);
+      });
+    });
+    // A client that goes away mid-post (a file that never ends): nothing is kept.
+    req.on('close', () => {
+      if (!finished && !req.complete) fail(new InvalidRequest('The connection closed before the form body ended.'));
+    });
+    req.pipe(bb);
+  });
+}
+
+/** `_redirect` must be an absolute http(s) URL (never `javascript:` or the like). */
+function checkRedirect(redirect: string | undefined): void {
+  if (redirect === undefined || redirect === '') return;
+  let url: URL | null = null;
+  try {
+    url = new URL(redirect);
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || redirect.length > 2048) {
+    throw new InvalidRequest('_redirect must be an absolute http or https URL.', '_redirect');
+  }
+}
+
+function answer(res: ServerResponse, form: ParsedForm, accepted: AcceptedEvent) {
+  if (form.redirect) {
+    res.writeHead(303, { location: form.redirect, 'content-length': '0' });
+    res.end();
+  } else sendJson(res, 202, accepted);
+}
+
+/**
+ * `/f/{publicId}`: form ingest (CONTRACT §7). A thin channel: the post (urlencoded or multipart)
+ * becomes the `form.submitted` envelope, the body of an InboundEvent that acceptEvent admits,
+ * routes and stores like any other. Files are hashed while they stream and, where the project
+ * keeps file content, written to the file store before the event commits; their rows and
+ * file_storage_bytes are written in the event's transaction. Content of a post that is not
+ * stored (refused, failed, honeypot, duplicate) is removed again.
+ */
+export function createFormIngestHandler(rt: Runtime) {
+  return async function handleFormIngest(req: IncomingMessage, res: ServerResponse, url: URL) {
+    const written: string[] = [];
+    let recorded = false;
+    try {
+      if (req.method !== 'POST') throw new MethodNotAllowed(['POST']);
+      const publicId = url.pathname.slice(PREFIX.length);
+      if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
+      const type = mediaType(req.headers['content-type']);
+      if (!FORM_TYPES.has(type)) throw new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.');
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > FORM_LIMITS.postFileBytes + FORM_LIMITS.fieldBytes + 1024 * 1024) throw new PayloadTooLarge(FORM_LIMITS.postFileBytes);
+      // The webhook as this process knows it: an unknown one is refused before the upload is read,
+      // and a project that keeps no file content (Free) has its files measured, never written.
+      const { target: known } = await ingestTargets(rt).get(rt, publicId);
+      if (!known || known.status === 'archived') throw new NotFound('webhook');
+      const keep = keepsFileContent(known.project) ? { store: fileStore(rt.config), projectId: known.projectId } : null;
+
+      const receivedAt = new Date();
+      const form = await parseForm(req, keep, written);
+      if (form.honeypot) {
+        // A bot: answered as an accepted post, nothing stored or delivered.
+        return answer(res, form, { eventId: newId('evt'), deliveryId: newId('del'), status: 'queued' });
+      }
+      const headers = eventHeaders(req.headers);
+      const query = eventQuery(url.searchParams);
+      let used: IngestTarget | null = null;
+      let keptNow = false;
+      const build = (target: IngestTarget) => {
+        used = target;
+        keptNow = keep !== null && target.projectId === keep.projectId && keepsFileContent(target.project);
+        const now = receivedAt.getTime();
+        const envelope = {
+          type: 'form.submitted',
+          webhookId: target.webhookId,
+          receivedAt: receivedAt.toISOString(),
+          fields: form.fields,
+          files: form.files.map((f) => {
+            const m = f.measured();
+            return { field: f.field, filename: f.filename, contentType: f.contentType, size: m.size, sha256: m.sha256, ...(keptNow && f.key ? { fileRef: fileRef(rt.config, f.id, now) } : {}) };
+          }),
+        };
+        const body = Buffer.from(JSON.stringify(envelope));
+        if (body.length > INGEST_BODY_LIMIT) throw new PayloadTooLarge(INGEST_BODY_LIMIT);
+        return { channel: 'form' as const, method: 'POST', path: '/', query, headers, contentType: 'application/json', body };
+      };
+      const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, { fieldSecret: form.secret, validate: () => checkRedirect(form.redirect) });
+      let accepted: AcceptedEvent;
+      let kept = false;
+      if (written.length === 0) accepted = await acceptEvent(rt, publicId, build, admit);
+      else {
+        accepted = await inTransaction(rt.db.pool, async (client) => {
+          const a = await acceptEvent(rt, publicId, build, admit, client);
+          const target = used!;
+          if (a.status === 'duplicate' || !keptNow) return a;
+          const files: NewFile[] = form.files
+            .filter((f) => f.key)
+            .map((f) => ({ id: f.id, field: f.field, filename: f.filename, contentType: f.contentType, ...f.measured(), storageKey: f.key! }));
+          const expiresAt = new Date(receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
+          await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: a.eventId, expiresAt }, files);
+          kept = true;
+          return a;
+        });
+        recorded = kept;
+      }
+      answer(res, form, accepted);
+    } catch (err) {
+      if (!req.readableEnded) req.resume();
+      sendError(res, err);
+    } finally {
+      if (!recorded) await discardContent(rt.config, written);
+    }
+  };
+}

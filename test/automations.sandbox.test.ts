@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sandbox, type RunLimits, type RunRequest } from '../src/automations/sandbox.ts';
+import { startReceiver } from './support/receiver.ts';
+
+// The sandbox itself (worker threads + QuickJS), with the Starter tier's per-run limits but
+// Business's CPU (1 s), so that a contended machine does not turn the other limits' cases into
+// cpu_limit; the CPU limit's own cases set theirs.
+const LIMITS: RunLimits = { cpuMs: 1_000, memoryBytes: 32 * 1024 * 1024, stackBytes: 512 * 1024, subrequests: 5, logBytes: 16 * 1024, wallMs: 10_000, subrequestTimeoutMs: 5_000 };
+const EVENT = JSON.stringify({ id: 'evt_1', receivedAt: '2026-11-24T00:00:00.000Z', channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: { type: 'charge.succeeded', amount: 42 } });
+
+let sandbox: Sandbox;
+let strict: Sandbox;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const run = (code: string, extra: Partial<RunRequest> = {}, sb = sandbox) => sb.run({ code, eventJson: EVENT, limits: LIMITS, allowedHosts: [], ...extra });
+
+beforeAll(async () => {
+  sandbox = new Sandbox({ workers: 2, allowPrivate: true });
+  strict = new Sandbox({ workers: 1, allowPrivate: false });
+  receiver = await startReceiver((r) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: r.url }) }));
+  await run('export default () => 1'); // workers up
+});
+afterAll(async () => {
+  await sandbox?.close();
+  await strict?.close();
+  await receiver?.close();
+});
+
+/** Runs `fn` while sampling this thread's event loop: the longest gap between 5 ms ticks. */
+async function loopGapWhile<T>(fn: () => Promise<T>): Promise<{ value: T; maxGapMs: number }> {
+  let last = performance.now();
+  let maxGapMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+  }, 5);
+  try {
+    return { value: await fn(), maxGapMs };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+describe('automations sandbox: results', () => {
+  it('a transform, an async transform, a string, drop, throw, undefined', async () => {
+    const t = await run('export default (event) => ({ text: `${event.body.type}: ${event.body.amount}`, id: event.id })');
+    expect(t.status).toBe('ok');
+    expect(t.result).toEqual({ kind: 'json', value: JSON.stringify({ text: 'charge.succeeded: 42', id: 'evt_1' }) });
+    const a = await run('export default async (event) => { await Promise.resolve(); return [event.body.amount * 2]; }');
+    expect(a.result).toEqual({ kind: 'json', value: '[84]' });
+    expect((await run('export default () => "plain text"')).result).toEqual({ kind: 'string', value: 'plain text' });
+    expect((await run('export default () => null')).result).toEqual({ kind: 'drop' });
+    const thrown = await run('export default () => { throw new Error("boom") }');
+    expect(thrown).toMatchObject({ status: 'error', error: 'Error: boom', retryable: false });
+    expect((await run('export default () => undefined')).status).toBe('error');
+    expect((await run('export default 42')).error).toMatch(/no default export function/);
+    expect((await run('export default () => new Promise(() => {})')).error).toMatch(/never settles/);
+  });
+
+  it('Date.now and Math.random are available; console output is captured', async () => {
+    const r = await run('export default () => { console.log("hello", { a: 1 }); console.error("bad"); return { now: Date.now() > 0, rnd: typeof Math.random() }; }');
+    expect(r.result).toEqual({ kind: 'json', value: '{"now":true,"rnd":"number"}' });
+    expect(r.logs).toBe('hello {"a":1}\n[error] bad\n');
+  });
+});
+
+describe('automations sandbox: limits', () => {
+  it('an infinite loop ends at the CPU limit (±10%), without holding this thread', async () => {
+    // 1,000 ms: a descheduled thread on a contended machine does not blur the figure.
+    const limits = { ...LIMITS, cpuMs: 1_000 };
+    const started = performance.now();
+    const { value: r, maxGapMs } = await loopGapWhile(() => run('export default () => { while (true) {} }', { limits }));
+    expect(r.status).toBe('cpu_limit');
+    expect(r.cpuMs).toBeGreaterThanOrEqual(limits.cpuMs * 0.9);
+    expect(r.cpuMs).toBeLessThanOrEqual(limits.cpuMs * 1.1);
+    expect(performance.now() - started).toBeLessThan(limits.cpuMs * 1.1 + 500);
+    const starter = await run('export default () => { while (true) {} }', { limits: { ...LIMITS, cpuMs: 100 } });
+    expect(starter.status).toBe('cpu_limit');
+    expect(starter.cpuMs).toBeGreaterThanOrEqual(100);
+    // The loop ran in a worker thread: this thread's timers kept firing (on the loop's thread
+    // they would have stopped for the whole second).
+    expect(maxGapMs).toBeLessThan(500);
+  });
+
+  it('while(true) inside a promise, and in a then callback, ends too', async () => {
+    const limits = { ...LIMITS, cpuMs: 100 };
+    expect((await run('export default () => new Promise(() => { while (true) {} })', { limits })).status).toBe('cpu_limit');
+    expect((await run('export default async () => { await null; for (;;) {} }', { limits })).status).toBe('cpu_limit');
+    expect((await run('await new Promise(() => { while (true) {} }); export default () => 1', { limits })).status).toBe('cpu_limit');
+  });
+
+  it('a memory bomb ends memory_limit; the process and the next run are unharmed', async () => {
+    const rss = process.memoryUsage().rss;
+    for (const bomb of ['new Uint8Array(256 * 1024 * 1024)', '"x".repeat(64 * 1024 * 1024)', 'new ArrayBuffer(40 * 1024 * 1024)']) {
+      const r = await run(`export default () => { const big = ${bomb}; return big.length }`);
+      expect(r.status, bomb).toBe('memory_limit');
+    }
+    // A gradual bomb: the engine's allocator refuses past the limit; when QuickJS's collector
+    // thrashes near it (inside native code the interrupt handler cannot reach), the watchdog
+    // ends the run at its CPU budget instead. Either way a limit ends it, in bounded time.
+    const started = performance.now();
+    const gradual = await run('export default async () => { await null; const keep = []; for (;;) keep.push(new Uint8Array(1 << 20)); }');
+    expect(['memory_limit', 'cpu_limit']).toContain(gradual.status);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect((await run('export default () => ({ fine: true })')).result).toEqual({ kind: 'json', value: '{"fine":true}' });
+    expect(process.memoryUsage().rss - rss).toBeLessThan(512 * 1024 * 1024);
+  });
+
+  it('1 MB of logs is truncated at the per-run limit; the run is not failed', async () => {
+    const r = await run('export default () => { console.log("y".repeat(1024 * 1024)); console.log("after"); return "done" }');
+    expect(r.status).toBe('ok');
+    expect(r.result).toEqual({ kind: 'string', value: 'done' });
+    expect(r.logsTruncated).toBe(true);
+    expect(r.logBytes).toBe(LIMITS.logBytes);
+    expect(Buffer.byteLength(r.logs)).toBe(LIMITS.logBytes);
+  });
+
+  it('100 subrequests end subrequest_limit after the tier allows 5', async () => {
+    const before = receiver.received.length;
+    const r = await run(
+      `export default async (e, ctx) => { for (let i = 0; i < 100; i++) await ctx.fetch("${receiver.url}/n" + i); return 1 }`,
+      { allowedHosts: ['127.0.0.1'] },
+    );
+    expect(r.status).toBe('subrequest_limit');
+    expect(r.subrequests).toBe(LIMITS.subrequests + 1);
+    expect(receiver.received.length - before).toBe(LIMITS.subrequests);
+    // Catching the refusal does not get the code past it.
+    const caught = await run(`export default async (e, ctx) => { for (let i = 0; i < 100; i++) { try { await ctx.fetch("${receiver.url}/c") } catch {} } return 1 }`, { allowedHosts: ['127.0.0.1'] });
+    expect(caught.status).toBe('subrequest_limit');
+  });
+
+  it('an allowed subrequest: status, headers, json', async () => {
+    const r = await run(`export default async (e, ctx) => { const res = await ctx.fetch("${receiver.url}/enrich?x=1", { method: "POST", body: "{}" }); return { s: res.status, ok: res.ok, ct: res.headers.get("Content-Type"), body: await res.json() } }`, {
+      allowedHosts: ['127.0.0.1'],
+    });
+    expect(r.status).toBe('ok');
+    expect(JSON.parse((r.result as { value: string }).value)).toEqual({ s: 200, ok: true, ct: 'application/json', body: { path: '/enrich?x=1' } });
+    expect(r.subrequests).toBe(1);
+  });
+
+  it('egress to a host not on the policy, and to 127.0.0.1 through the private-address guard, ends egress_blocked', async () => {
+    const notAllowed = await run('export default async (e, ctx) => { try { await ctx.fetch("https://example.com/") } catch {} return 1 }', { allowedHosts: ['api.example.org'] });
+    expect(notAllowed.status).toBe('egress_blocked');
+    expect(notAllowed.error).toMatch(/example\.com/);
+    const before = receiver.received.length;
+    // Even named on the policy, a private address is refused (deployments that do not allow private destinations).
+    const loopback = await run(`export default async (e, ctx) => { await ctx.fetch("${receiver.url}/x"); return 1 }`, { allowedHosts: ['127.0.0.1'] }, strict);
+    expect(loopback.status).toBe('egress_blocked');
+    const named = await run(`export default async (e, ctx) => { await ctx.fetch("http://localhost:${new URL(receiver.url).port}/x"); return 1 }`, { allowedHosts: ['localhost'] }, strict);
+    expect(named.status).toBe('egress_blocked');
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('a failed subrequest is retryable; a thrown error is not', async () => {
+    const r = await run('export default async (e, ctx) => { await ctx.fetch("http://127.0.0.1:1/"); return 1 }', { allowedHosts: ['127.0.0.1'] });
+    expect(r).toMatchObject({ status: 'error', retryable: true });
+  });
+});
+
+describe('automations sandbox: isolation', () => {
+  it('no process, require, import of host modules, timers or host globals', async () => {
+    const r = await run(`export default () => ({
+      process: typeof process, require: typeof require, setTimeout: typeof setTimeout, setInterval: typeof setInterval,
+      fetch: typeof fetch, Buffer: typeof Buffer, hostFetch: typeof __host_fetch, hostLog: typeof __host_log,
+      escaped: (() => { try { return typeof ({}).constructor.constructor('return process')() } catch (e) { return String(e) } })(),
+      escapedGlobal: (() => { try { return typeof Function('return this')().process } catch (e) { return 'threw' } })(),
+    })`);
+    expect(JSON.parse((r.result as { value: string }).value)).toEqual({
+      process: 'undefined', require: 'undefined', setTimeout: 'undefined', setInterval: 'undefined', fetch: 'undefined', Buffer: 'undefined',
+      hostFetch: 'undefined', hostLog: 'undefined', escaped: "ReferenceError: 'process' is not defined", escapedGlobal: 'undefined',
+    });
+    expect((await run('import fs from "fs"; export default () => fs')).error).toMatch(/could not load module/);
+    expect((await run('import("node:fs"); export default () => 1')).status).toBe('ok');
+    const dyn = await run('export default async () => { const m = await import("node:child_process"); return typeof m }');
+    expect(dyn.status).toBe('error');
+    expect((await run('export default (e, ctx) => ctx.constructor.constructor("return process")()')).status).toBe('error');
+  });
+
+  it('prototype pollution stays inside the run: not the host, not the next run', async () => {
+    const polluted = await run(`export default (e, ctx) => {
+      Object.prototype.polluted = 'yes'; Array.prototype.push = () => 0; JSON.parse = () => ({ hacked: true });
+      ctx.fetch.__proto__.polluted = 'yes'; e.__proto__.polluted = 'yes'; globalThis.leak = 'from run 1';
+      return { ok: true };
+    }`);
+    expect(polluted.status).toBe('ok');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(JSON.parse('{"a":1}')).toEqual({ a: 1 });
+    const next = await run('export default () => ({ polluted: ({}).polluted ?? null, leak: globalThis.leak ?? null, push: [1].push(2) })');
+    expect(JSON.parse((next.result as { value: string }).value)).toEqual({ polluted: null, leak: null, push: 2 });
+  });
+
+  it('a compile check reports syntax errors without running the code', async () => {
+    expect(await sandbox.check('export default () => 1')).toBeNull();
+    expect(await sandbox.check('export default () => {')).toMatch(/SyntaxError/);
+    expect(await sandbox.check('while (true) {} export default 1')).toBeNull();
+  });
+});

@@ -1,0 +1,274 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setProjectQuota } from '../src/projects/service.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { startReceiver } from './support/receiver.ts';
+import { createWebhook, ingestingProject } from './support/webhooks.ts';
+
+let app: TestApp;
+let dataDir: string;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let starter: { projectId: string; apiKey: string };
+let wh: Awaited<ReturnType<typeof createWebhook>>;
+const DOMAIN = 'ingest.test';
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'email-ingest-'));
+  app = await startTestApp({ worker: true, config: { DATA_DIR: dataDir, dataDir, SMTP_TIMEOUT_MS: 5000 } as any });
+  receiver = await startReceiver();
+  starter = await app.project('starter');
+  wh = await createWebhook(app, starter.apiKey, { url: receiver.url });
+});
+afterAll(async () => {
+  await app?.stop();
+  await receiver?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const db = () => app.rt.db.pool;
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+const transport = (extra: Record<string, unknown> = {}) =>
+  nodemailer.createTransport({ host: '127.0.0.1', port: app.smtp!.port, secure: false, ignoreTLS: true, connectionTimeout: 5_000, socketTimeout: 10_000, ...extra } as any);
+const events = async (webhookId: string) => (await db().query('SELECT id, channel, content_type, body FROM events WHERE webhook_id = $1 ORDER BY id', [webhookId])).rows;
+
+/** A raw SMTP conversation: sends each line after the previous reply, returns every reply. */
+async function converse(lines: string[], opts: { stallAfter?: number } = {}): Promise<string[]> {
+  const socket = net.connect(app.smtp!.port, '127.0.0.1');
+  const replies: string[] = [];
+  let buffer = '';
+  let waiting: ((line: string) => void) | null = null;
+  socket.on('data', (d) => {
+    buffer += d.toString();
+    for (;;) {
+      const m = /^(\d{3}) .*\r\n/m.exec(buffer);
+      if (!m) break;
+      const end = m.index + m[0].length;
+      const reply = buffer.slice(0, end);
+      buffer = buffer.slice(end);
+      replies.push(reply.trim());
+      const w = waiting;
+      waiting = null;
+      w?.(reply);
+    }
+  });
+  const closed = new Promise<void>((r) => socket.on('close', () => r()));
+  const next = () => new Promise<string>((r) => (waiting = r));
+  await Promise.race([next(), closed]); // greeting
+  for (let i = 0; i < lines.length; i++) {
+    if (opts.stallAfter !== undefined && i === opts.stallAfter) {
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 10_000))]);
+      break;
+    }
+    const answered = next();
+    socket.write(lines[i] + '\r\n');
+    if (lines[i].endsWith('\r\n.') || !lines[i].includes('\r\n')) await Promise.race([answered, closed, new Promise((r) => setTimeout(r, 5_000))]);
+  }
+  socket.destroy();
+  return replies;
+}
+
+describe('email ingest', () => {
+  it('turns a mail into the email.received envelope, keeps the attachment (Starter) and delivers it signed; replay re-sends it', async () => {
+    const attachment = Buffer.alloc(100 * 1024, 5);
+    const info = await transport().sendMail({
+      from: '"Ana" <ana@x.test>',
+      to: `${wh.publicId.toUpperCase()}@${DOMAIN}`,
+      cc: 'Bo <bo@y.test>',
+      replyTo: 'reply@x.test',
+      subject: 'Hello ✓',
+      text: 'plain body',
+      html: '<p>html body</p>',
+      headers: { 'X-Custom': 'v' },
+      attachments: [{ filename: 'data.bin', content: attachment, contentType: 'application/octet-stream' }],
+    });
+    expect(info.response).toMatch(/^250 /);
+    expect(info.accepted).toHaveLength(1);
+
+    const rows = await events(wh.id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ channel: 'email', content_type: 'application/json' });
+    const got = (await waitFor(() => receiver.received.find((r) => r.headers['webhook-id'] === rows[0].id), 15_000))!;
+    const envelope = new Webhook(wh.signingSecret).verify(got.body.toString(), got.headers as Record<string, string>) as any;
+    expect(envelope).toMatchObject({
+      type: 'email.received',
+      webhookId: wh.id,
+      envelope: { mailFrom: 'ana@x.test', rcptTo: [`${wh.publicId.toUpperCase()}@${DOMAIN}`] },
+      messageId: info.messageId,
+      subject: 'Hello ✓',
+      from: { address: 'ana@x.test', name: 'Ana' },
+      to: [{ address: `${wh.publicId.toUpperCase()}@${DOMAIN}`, name: '' }],
+      cc: [{ address: 'bo@y.test', name: 'Bo' }],
+      replyTo: [{ address: 'reply@x.test', name: '' }],
+      text: 'plain body',
+      html: '<p>html body</p>',
+    });
+    expect(typeof envelope.date).toBe('string');
+    expect(envelope.headers['x-custom']).toBe('v');
+    expect(envelope.attachments).toEqual([
+      {
+        filename: 'data.bin',
+        contentType: 'application/octet-stream',
+        size: attachment.length,
+        sha256: sha(attachment),
+        contentId: null,
+        disposition: 'attachment',
+        fileRef: { id: expect.stringMatching(/^file_/), url: expect.any(String), expiresAt: expect.any(String) },
+      },
+    ]);
+    const u = new URL(envelope.attachments[0].fileRef.url);
+    const link = await fetch(app.url + u.pathname + u.search);
+    expect(Buffer.from(await link.arrayBuffer()).equals(attachment)).toBe(true);
+
+    // Replay of the email event: the same bytes, the same webhook-id.
+    const { rows: d } = await db().query('SELECT id FROM deliveries WHERE event_id = $1', [rows[0].id]);
+    await waitFor(async () => (await app.api(starter.apiKey, 'GET', `/v1/deliveries/${d[0].id}`)).body.status === 'succeeded', 15_000);
+    const replay = await app.api(starter.apiKey, 'POST', `/v1/deliveries/${d[0].id}/replay`);
+    expect(replay.status).toBe(202);
+    const sent = () => receiver.received.filter((r) => r.headers['webhook-id'] === rows[0].id);
+    await waitFor(() => sent().length >= 2, 15_000);
+    expect(sent()[1].body.equals(sent()[0].body)).toBe(true);
+  });
+
+  it('keeps attachments as metadata only on Free', async () => {
+    const free = await app.project('free');
+    const fwh = await createWebhook(app, free.apiKey, { url: receiver.url });
+    const info = await transport().sendMail({ from: 'a@x.test', to: `${fwh.publicId}@${DOMAIN}`, subject: 's', text: 't', attachments: [{ filename: 'a.txt', content: 'free' }] });
+    expect(info.response).toMatch(/^250 /);
+    const [row] = await events(fwh.id);
+    const envelope = JSON.parse(row.body.toString());
+    expect(envelope.attachments).toEqual([{ filename: 'a.txt', contentType: 'text/plain', size: 4, sha256: sha('free'), contentId: null, disposition: 'attachment' }]);
+    expect((await db().query('SELECT count(*)::int AS n FROM files WHERE event_id = $1', [row.id])).rows[0].n).toBe(0);
+  });
+
+  it('keeps attachments over the file-storage quota or the file caps as metadata only, never refusing the mail', async () => {
+    const ent = await app.project('enterprise');
+    await setProjectQuota(app.rt, ent.projectId, 'file_storage_bytes', '1500');
+    const ewh = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const info = await transport().sendMail({
+      from: 'a@x.test',
+      to: `${ewh.publicId}@${DOMAIN}`,
+      subject: 'quota',
+      text: 't',
+      attachments: [
+        { filename: 'fits.bin', content: Buffer.alloc(1000, 1) },
+        { filename: 'over-quota.bin', content: Buffer.alloc(1000, 2) },
+        { filename: 'over-cap.bin', content: Buffer.alloc(15 * 1024 * 1024 + 1, 3) },
+      ],
+    });
+    expect(info.response).toMatch(/^250 /);
+    const [row] = await events(ewh.id);
+    const envelope = JSON.parse(row.body.toString());
+    expect(envelope.attachments.map((a: any) => [a.filename, a.size, 'fileRef' in a])).toEqual([
+      ['fits.bin', 1000, true],
+      ['over-quota.bin', 1000, false],
+      ['over-cap.bin', 15 * 1024 * 1024 + 1, false],
+    ]);
+    expect(envelope.attachments[2].sha256).toBe(sha(Buffer.alloc(15 * 1024 * 1024 + 1, 3)));
+    const usage = await db().query(`SELECT coalesce(sum(value), 0)::int AS v FROM usage_counters WHERE project_id = $1 AND webhook_id = '' AND metric = 'file_storage_bytes'`, [ent.projectId]);
+    expect(usage.rows[0].v).toBe(1000);
+  });
+
+  it('decides each RCPT on its own: 550 unknown, archived or foreign domain, 450 paused, 451/452 over quota; a mail to ten webhooks', async () => {
+    const paused = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    await app.api(starter.apiKey, 'POST', `/v1/webhooks/${paused.id}/pause`);
+    const archived = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    await app.api(starter.apiKey, 'POST', `/v1/webhooks/${archived.id}/archive`);
+    const backlogged = await app.project('enterprise');
+    await setProjectQuota(app.rt, backlogged.projectId, 'backlog_depth', '0');
+    const bwh = await createWebhook(app, backlogged.apiKey, { url: receiver.url });
+    const full = await app.project('enterprise');
+    await setProjectQuota(app.rt, full.projectId, 'stored_payload_bytes', '0');
+    const sfwh = await createWebhook(app, full.apiKey, { url: receiver.url });
+
+    const replies = await converse([
+      'EHLO client.test',
+      'MAIL FROM:<a@x.test>',
+      `RCPT TO:<hook_00000000000000000000@${DOMAIN}>`,
+      `RCPT TO:<${wh.publicId}@other.test>`,
+      `RCPT TO:<${archived.publicId}@${DOMAIN}>`,
+      `RCPT TO:<${paused.publicId}@${DOMAIN}>`,
+      `RCPT TO:<${bwh.publicId}@${DOMAIN}>`,
+      `RCPT TO:<${sfwh.publicId}@${DOMAIN}>`,
+      'QUIT',
+    ]);
+    expect(replies[1]).toMatch(/SIZE 62914560/);
+    expect(replies.slice(3, 9).map((r) => r.slice(0, 3))).toEqual(['550', '550', '550', '450', '451', '452']);
+
+    // Ten webhooks at once, one of them paused: the nine are stored, the paused one refused at RCPT.
+    const hooks = await Promise.all(Array.from({ length: 9 }, () => createWebhook(app, starter.apiKey, { url: receiver.url })));
+    const info = await transport().sendMail({ from: 'a@x.test', to: [...hooks.map((h) => `${h.publicId}@${DOMAIN}`), `${paused.publicId}@${DOMAIN}`], subject: 'ten', text: 'x' });
+    expect(info.accepted).toHaveLength(9);
+    expect(info.rejected).toEqual([`${paused.publicId}@${DOMAIN}`]);
+    for (const h of hooks) {
+      const [row] = await events(h.id);
+      expect(JSON.parse(row.body.toString())).toMatchObject({ webhookId: h.id, envelope: { rcptTo: [`${h.publicId}@${DOMAIN}`] } });
+    }
+  });
+
+  it('refuses a declared size over 60 MB with 552 and drops a client that stalls mid-DATA, storing nothing', async () => {
+    const big = await converse(['EHLO client.test', 'MAIL FROM:<a@x.test> SIZE=70000000', 'QUIT']);
+    expect(big[2]).toMatch(/^552 /);
+
+    const n = (await events(wh.id)).length;
+    const stalled = await converse(['EHLO client.test', 'MAIL FROM:<a@x.test>', `RCPT TO:<${wh.publicId}@${DOMAIN}>`, 'DATA', 'Subject: half\r\n\r\nhalf a message'], { stallAfter: 5 });
+    expect(stalled[4]).toMatch(/^354/);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await events(wh.id)).length).toBe(n);
+    // The server still takes mail.
+    expect((await transport().sendMail({ from: 'a@x.test', to: `${wh.publicId}@${DOMAIN}`, subject: 'after', text: 'ok' })).response).toMatch(/^250 /);
+  });
+
+  it('takes odd mail without a 500 or a crash: broken MIME, 8-bit headers, 100-deep nesting, an attachment bomb', async () => {
+    // An Enterprise project with the ingest rate out of the way (four mails in quick succession).
+    const { apiKey } = await ingestingProject(app);
+    const hook = await createWebhook(app, apiKey, { url: receiver.url });
+    const to = `${hook.publicId}@${DOMAIN}`;
+    const head = `From: a@x.test\r\nTo: ${to}\r\nSubject: odd\r\nMIME-Version: 1.0\r\n`;
+    let nested = 'Content-Type: text/plain\r\n\r\ndeep\r\n';
+    for (let i = 0; i < 100; i++) nested = `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n${nested}--b${i}--\r\n`;
+    let bomb = `Content-Type: multipart/mixed; boundary="bb"\r\n\r\n`;
+    for (let i = 0; i < 2000; i++) bomb += `--bb\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="p${i}.bin"\r\n\r\nx\r\n`;
+    bomb += '--bb--\r\n';
+    const raws = [
+      `${head}Content-Type: multipart/mixed; boundary="zz"\r\n\r\n--zz\r\nContent-Type: text/plain\r\n\r\nno end boundary, and a part with no headers\r\n--zz\r\n`,
+      Buffer.concat([Buffer.from(`From: a@x.test\r\nTo: ${to}\r\nSubject: caf`), Buffer.from([0xe9, 0xff]), Buffer.from('\r\nX-8bit: \xfe\r\n\r\nbody\r\n')]),
+      `${head}${nested}`,
+      `${head}${bomb}`,
+    ];
+    for (const raw of raws) {
+      const info = await transport().sendMail({ envelope: { from: 'a@x.test', to: [to] }, raw });
+      expect(info.response).toMatch(/^250 /);
+    }
+    const rows = await events(hook.id);
+    expect(rows).toHaveLength(4);
+    const bombEnvelope = JSON.parse(rows[3].body.toString());
+    expect(bombEnvelope.attachments.length).toBe(1000);
+    expect((await db().query('SELECT count(*)::int AS n FROM files WHERE event_id = $1', [rows[3].id])).rows[0].n).toBe(100);
+  });
+
+  it('offers STARTTLS when a certificate is configured', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'smtp-tls-'));
+    const cert = path.join(dir, 'cert.pem');
+    const key = path.join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    const tlsApp = await startTestApp({ databaseUrl: app.databaseUrl, config: { SMTP_TLS_CERT: cert, SMTP_TLS_KEY: key } });
+    try {
+      const t = nodemailer.createTransport({ host: '127.0.0.1', port: tlsApp.smtp!.port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } } as any);
+      const info = await t.sendMail({ from: 'a@x.test', to: `${wh.publicId}@${DOMAIN}`, subject: 'tls', text: 'secure' });
+      expect(info.response).toMatch(/^250 /);
+      // Without a certificate, STARTTLS is not offered.
+      const plain = await converse(['EHLO client.test', 'QUIT']);
+      expect(plain[1]).not.toMatch(/STARTTLS/);
+    } finally {
+      await tlsApp.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
