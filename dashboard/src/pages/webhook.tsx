@@ -294,15 +294,20 @@ function Routing({ webhookId, rules, destinations }: { webhookId: string; rules:
   );
 }
 
-function Transform({ webhookId, transform }: { webhookId: string; transform: { kind: string | null; expression: string | null } }) {
+function Transform({ webhookId, transform }: { webhookId: string; transform: { kind: string | null; expression: string | null; automationId: string | null; version: number | null } }) {
   const [kind, setKind] = useState(transform.kind ?? '');
   const [saved, setSaved] = useState(false);
+  // The project's automations, for kind "automation" (Starter and above; an error here only hides the list).
+  const automations = useQuery(() => gql(`{ automations(limit: 100) { items { id name currentVersion status } } }`).then((d) => d.automations.items as any[]), []);
   const save = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
-    await gql(`mutation($id: ID!, $kind: String, $expression: String) { setWebhookTransform(id: $id, kind: $kind, expression: $expression) { kind } }`, {
+    const version = String(f.get('version') ?? '').trim();
+    await gql(`mutation($id: ID!, $kind: String, $expression: String, $automationId: String, $version: Int) { setWebhookTransform(id: $id, kind: $kind, expression: $expression, automationId: $automationId, version: $version) { kind } }`, {
       id: webhookId,
       kind: kind || null,
-      expression: kind ? f.get('expression') : undefined,
+      expression: kind === 'jsonata' ? f.get('expression') : undefined,
+      automationId: kind === 'automation' ? f.get('automationId') : undefined,
+      version: kind === 'automation' && version ? Number(version) : undefined,
     });
     setSaved(true);
   });
@@ -324,6 +329,7 @@ function Transform({ webhookId, transform }: { webhookId: string; transform: { k
           options={[
             ['', 'none: payload delivered as received'],
             ['jsonata', 'JSONata expression (Starter and above)'],
+            ['automation', 'Automation, a pinned version (Starter and above)'],
           ]}
         />
         {kind === 'jsonata' ? (
@@ -334,6 +340,18 @@ function Transform({ webhookId, transform }: { webhookId: string; transform: { k
             placeholder='{"kind": type, "amount": data.amount}'
             hint="Its input is the event's body parsed as JSON; its result is the payload delivered. Save it, then try it with the probe below."
           />
+        ) : null}
+        {kind === 'automation' ? (
+          <div class="grid">
+            <Select
+              label="Automation"
+              name="automationId"
+              defaultValue={transform.automationId ?? ''}
+              options={(automations.data ?? []).map((a) => [a.id, `${a.name} (v${a.currentVersion}, ${a.status})`] as [string, string])}
+              hint={automations.error ? automations.error.message : automations.data?.length === 0 ? 'No automation yet: create one with the API (POST /v1/automations).' : undefined}
+            />
+            <Field label="Version" name="version" type="number" min={1} defaultValue={transform.version ?? ''} hint="Empty: the latest, pinned now." />
+          </div>
         ) : null}
         <ErrorBanner error={save.error} />
         {saved ? (
@@ -587,7 +605,7 @@ export default function WebhookPage({ params }: { params: Record<string, string 
           webhook(id: $id) { ${WEBHOOK} }
           webhookDestinations(id: $id) { items { id name type config isDefault hasCredentials } }
           webhookRouting(id: $id) { rules { name priority destinationId match } }
-          webhookTransform(id: $id) { kind expression }
+          webhookTransform(id: $id) { kind expression automationId version }
         }`,
         { id },
       ),
