@@ -9,6 +9,7 @@ import { createHttpIngestHandler } from './ingest/http-ingest.ts';
 import { createFormIngestHandler } from './ingest/form-ingest.ts';
 import { startSmtpServer, type SmtpServerHandle } from './ingest/email-ingest.ts';
 import { createSignedFileHandler } from './http/files.ts';
+import { createDashboardHandler } from './http/dashboard.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
 import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
@@ -69,7 +70,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
-    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/f': createFormIngestHandler(rt), '/files': createSignedFileHandler(rt) };
+    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/f': createFormIngestHandler(rt), '/files': createSignedFileHandler(rt), '/dashboard': createDashboardHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
     smtp = await startSmtpServer(rt, { port: opts.smtpPort ?? config.SMTP_PORT, host: config.HOST, socketTimeoutMs: config.SMTP_TIMEOUT_MS });

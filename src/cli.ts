@@ -5,20 +5,22 @@
 //   api-key create PROJECT_ID [--name NAME]
 //   api-key list PROJECT_ID
 //   api-key revoke PROJECT_ID KEY_ID
+//   user create --email EMAIL --project PROJECT_ID [--password PASSWORD]
 import { parseArgs } from 'node:util';
 import { migrateDatabase, resolveDatabase } from './bootstrap.ts';
 import { connectDatabase } from './db/client.ts';
 import { DomainError } from './errors.ts';
+import { createUser } from './users/service.ts';
 import { createApiKey, createProject, listApiKeys, revokeApiKey, setProjectQuota, setProjectTier } from './projects/service.ts';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { name: { type: 'string' }, tier: { type: 'string' } },
+  options: { name: { type: 'string' }, tier: { type: 'string' }, email: { type: 'string' }, project: { type: 'string' }, password: { type: 'string' } },
 });
 
 function usage(): never {
   process.stderr.write(
-    'usage:\n  project create --name NAME [--tier TIER]\n  project set-tier PROJECT_ID TIER\n  project set-quota PROJECT_ID QUOTA VALUE\n  api-key create PROJECT_ID [--name NAME]\n  api-key list PROJECT_ID\n  api-key revoke PROJECT_ID KEY_ID\n',
+    'usage:\n  project create --name NAME [--tier TIER]\n  project set-tier PROJECT_ID TIER\n  project set-quota PROJECT_ID QUOTA VALUE\n  api-key create PROJECT_ID [--name NAME]\n  api-key list PROJECT_ID\n  api-key revoke PROJECT_ID KEY_ID\n  user create --email EMAIL --project PROJECT_ID [--password PASSWORD]\n',
   );
   process.exit(2);
 }
@@ -54,6 +56,11 @@ try {
     if (rest.length !== 2) usage();
     const k = await revokeApiKey(rt, rest[0], rest[1]);
     out = { apiKey: { ...k, hash: undefined } };
+  } else if (key === 'user create') {
+    if (rest.length !== 0 || !values.email || !values.project) usage();
+    // The password is printed only when it was generated here.
+    const { user, password } = await createUser(rt, { email: values.email, projectId: values.project, password: values.password });
+    out = values.password === undefined ? { user, password } : { user };
   } else usage();
   process.stdout.write(JSON.stringify(out) + '\n');
 } catch (err) {

@@ -1330,6 +1330,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in to the dashboard
+         * @description The dashboard's sign-in form (`GET /dashboard/login` shows it). Users are created with `npm run cli -- user create --email E --project PROJECT_ID`. On success, sets an `HttpOnly`, `SameSite=Lax` session cookie (`Secure` when `PUBLIC_URL` is https) and redirects to `/dashboard`; the session ends after 12 h without a request. With the cookie, `/graphql` acts for the user's project only when the request also carries the session's `x-csrf-token` header (the dashboard page holds it). Failed sign-ins are limited per client address and per account.
+         */
+        post: operations["dashboardSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out of the dashboard
+         * @description Ends the session of the cookie and clears the cookie. The form carries the session's CSRF token (`csrf`), so another site cannot sign a user out.
+         */
+        post: operations["dashboardSignOut"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -6893,6 +6933,99 @@ export interface operations {
                 };
             };
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    dashboardSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** Format: email */
+                    email: string;
+                    /** Format: password */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in: the session cookie is set; `Location: /dashboard`. */
+            303: {
+                headers: {
+                    /** @description The session cookie. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not a form (`application/x-www-form-urlencoded`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong email or password: the sign-in page again (HTML), with the message. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Sent from a page of another origin (an HTML page). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many failed sign-ins from this address or for this account: the sign-in page again (HTML); Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    dashboardSignOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    csrf?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed out; `Location: /dashboard/login`. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The CSRF token is missing or wrong, or the request came from another origin. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             503: components["responses"]["Unavailable"];
         };
     };

@@ -14,9 +14,26 @@ import type { Runtime } from '../runtime.ts';
 import { MANAGEMENT_BODY_LIMIT, readBody } from './body.ts';
 import { sendError, sendFetchResponse } from './respond.ts';
 import { subscribeShared } from './shared-subscriptions.ts';
+import { isForeignOrigin, sessionOfRequest } from './dashboard.ts';
+import { csrfMatches, sessionAuth } from '../users/service.ts';
 
 function unauthorizedError(err: Unauthorized) {
   return toGraphQLError(err);
+}
+
+/**
+ * Who a request acts for: the API key of `authorization`, else a dashboard session (CONTRACT §11)
+ * from its cookie, only with the session's CSRF token (x-csrf-token header, or graphql-ws
+ * connectionParams.csrfToken) and not from another origin: a cross-site request changes nothing.
+ */
+async function authenticateRequest(rt: Runtime, h: { authorization?: string | null; cookie?: string | null; csrf?: string | null; origin?: string | null; host?: string | null }): Promise<Auth> {
+  if (h.authorization || !h.cookie) return authenticate(rt, h.authorization);
+  const session = await sessionOfRequest(rt, h.cookie);
+  if (!session) return authenticate(rt, h.authorization);
+  if (!csrfMatches(session, h.csrf) || isForeignOrigin(h.origin, h.host, rt.config.publicUrl)) {
+    throw new Unauthorized('A dashboard session needs its CSRF token in the x-csrf-token header, from the dashboard itself.');
+  }
+  return sessionAuth(session);
 }
 
 /** Domain errors keep their code; anything unexpected is logged and answered as `internal`. */
@@ -69,6 +86,8 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
     graphqlEndpoint: '/graphql',
     logging: false,
     landingPage: false,
+    // API clients authenticate with a header; no other site may send the dashboard's cookie with credentials.
+    cors: { credentials: false },
     batching: { limit: 10 },
     plugins: [
       useStorableInput(),
@@ -83,7 +102,11 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
     context: async (initial) => {
       if (initial.wsAuth) return { rt, auth: initial.wsAuth };
       try {
-        return { rt, auth: await authenticate(rt, initial.request.headers.get('authorization')) };
+        const h = initial.request.headers;
+        return {
+          rt,
+          auth: await authenticateRequest(rt, { authorization: h.get('authorization'), cookie: h.get('cookie'), csrf: h.get('x-csrf-token'), origin: h.get('origin'), host: h.get('host') }),
+        };
       } catch (err) {
         const d = domainErrorOf(err);
         if (d instanceof Unauthorized) throw unauthorizedError(d);
@@ -121,8 +144,16 @@ export function createGraphQLHandler(rt: Runtime, schema: GraphQLSchema) {
       {
         onConnect: async (ctx) => {
           const raw = ctx.connectionParams?.authorization ?? ctx.connectionParams?.Authorization;
+          const csrf = ctx.connectionParams?.csrfToken;
+          const req = ctx.extra.request;
           try {
-            ctx.extra.auth = await authenticate(rt, typeof raw === 'string' ? raw : undefined);
+            ctx.extra.auth = await authenticateRequest(rt, {
+              authorization: typeof raw === 'string' ? raw : undefined,
+              cookie: req.headers.cookie,
+              csrf: typeof csrf === 'string' ? csrf : undefined,
+              origin: req.headers.origin,
+              host: req.headers.host,
+            });
             return true;
           } catch {
             return false;

@@ -484,6 +484,47 @@ function publicPaths(): Json {
         },
       },
     },
+    '/dashboard/login': {
+      post: {
+        operationId: 'dashboardSignIn',
+        tags: ['Dashboard'],
+        summary: 'Sign in to the dashboard',
+        description:
+          'The dashboard\'s sign-in form (`GET /dashboard/login` shows it). Users are created with `npm run cli -- user create --email E --project PROJECT_ID`. On success, sets an `HttpOnly`, `SameSite=Lax` session cookie (`Secure` when `PUBLIC_URL` is https) and redirects to `/dashboard`; the session ends after 12 h without a request. With the cookie, `/graphql` acts for the user\'s project only when the request also carries the session\'s `x-csrf-token` header (the dashboard page holds it). Failed sign-ins are limited per client address and per account.',
+        security: [],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: { type: 'object', required: ['email', 'password'], properties: { email: { type: 'string', format: 'email' }, password: { type: 'string', format: 'password' } } },
+            },
+          },
+        },
+        responses: {
+          '303': { description: 'Signed in: the session cookie is set; `Location: /dashboard`.', headers: { 'Set-Cookie': { description: 'The session cookie.', schema: { type: 'string' } } } },
+          '400': { description: 'The body is not a form (`application/x-www-form-urlencoded`).', content: errorContent([new InvalidRequest('Sign in with the form: application/x-www-form-urlencoded fields email and password.', 'content-type')]) },
+          '401': { description: 'Wrong email or password: the sign-in page again (HTML), with the message.' },
+          '403': { description: 'Sent from a page of another origin (an HTML page).' },
+          '429': { description: 'Too many failed sign-ins from this address or for this account: the sign-in page again (HTML); Retry-After says when to try again.', headers: { 'Retry-After': ref('headers', 'RetryAfter') } },
+          '503': ref('responses', 'Unavailable'),
+        },
+      },
+    },
+    '/dashboard/logout': {
+      post: {
+        operationId: 'dashboardSignOut',
+        tags: ['Dashboard'],
+        summary: 'Sign out of the dashboard',
+        description: 'Ends the session of the cookie and clears the cookie. The form carries the session\'s CSRF token (`csrf`), so another site cannot sign a user out.',
+        security: [],
+        requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf: { type: 'string' } } } } } },
+        responses: {
+          '303': { description: 'Signed out; `Location: /dashboard/login`.' },
+          '403': { description: 'The CSRF token is missing or wrong, or the request came from another origin.' },
+          '503': ref('responses', 'Unavailable'),
+        },
+      },
+    },
     '/healthz': {
       get: {
         operationId: 'getHealth',
@@ -721,6 +762,7 @@ const TAGS: Json[] = [
   { name: 'Contacts', description: 'Contacts of the conversation part; each has one conversation.' },
   { name: 'Messages', description: 'Messages of the conversations, with reactions and attachments.' },
   { name: 'Ingest', description: 'How producers send events in.' },
+  { name: 'Dashboard', description: 'Sign-in and sign-out of the browser UI at /dashboard (session cookie).' },
   { name: 'Health', description: 'Liveness and readiness, for load balancers and supervisors.' },
   { name: 'Reference', description: 'This document.' },
 ];

@@ -1,0 +1,92 @@
+// API keys: create (the key is shown once), list, revoke.
+import { useState } from 'preact/hooks';
+import { gql, session } from '../api.ts';
+import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
+
+export default function ApiKeysPage() {
+  const list = usePaged((cursor) => gql(`query($cursor: String) { apiKeys(limit: 50, cursor: $cursor) { items { id name prefix createdAt lastUsedAt revokedAt } nextCursor } }`, { cursor }).then((d) => d.apiKeys), []);
+  const [created, setCreated] = useState<{ key: string; name: string }>();
+  const create = useAction(async (form: HTMLFormElement) => {
+    const name = String(new FormData(form).get('name') ?? '') || undefined;
+    const d = await gql(`mutation($name: String) { createApiKey(name: $name) { key apiKey { name } } }`, { name });
+    setCreated({ key: d.createApiKey.key, name: d.createApiKey.apiKey.name });
+    form.reset();
+    list.reload();
+  });
+  const revoke = useAction(async (id: string) => {
+    await gql(`mutation($id: ID!) { revokeApiKey(id: $id) { id revokedAt } }`, { id });
+    list.reload();
+  });
+  return (
+    <Page title="API keys">
+      <Section title="Create a key">
+        <form
+          class="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void create.call(e.currentTarget);
+          }}
+        >
+          <Field label="Name" name="name" placeholder="ci-deploys" />
+          <button type="submit" class="primary" disabled={create.pending}>
+            Create key
+          </button>
+        </form>
+        <ErrorBanner error={create.error} />
+        {created ? (
+          <div class="success-banner" role="status">
+            <p>
+              Key “{created.name}” created. Copy it now: it is <strong>shown only once</strong>.
+            </p>
+            <Copyable value={created.key} label="New API key" />
+            <pre class="code">{`curl -H 'Authorization: Bearer ${created.key}' ${session.publicUrl}/v1/project`}</pre>
+          </div>
+        ) : null}
+      </Section>
+      <ErrorBanner error={list.error ?? revoke.error} />
+      {list.loading && !list.items.length ? <Loading /> : null}
+      {!list.loading && list.items.length === 0 && !list.error ? <Empty title="No API keys">Create one above to call the API from your code.</Empty> : null}
+      {list.items.length ? (
+        <div class="table-wrap">
+          <table aria-label="API keys">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Prefix</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">State</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.items.map((k: any) => (
+                <tr key={k.id}>
+                  <td>{k.name}</td>
+                  <td>
+                    <code>{k.prefix}…</code>
+                  </td>
+                  <td>
+                    <Time value={k.createdAt} />
+                  </td>
+                  <td>
+                    <Time value={k.lastUsedAt} />
+                  </td>
+                  <td>{k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />}</td>
+                  <td>
+                    {k.revokedAt ? null : (
+                      <ConfirmButton label={`Revoke ${k.name}`} danger title={`Revoke “${k.name}”?`} body="It stops working at once, on every process. This cannot be undone." confirmLabel="Revoke" onConfirm={() => revoke.call(k.id)} />
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+    </Page>
+  );
+}

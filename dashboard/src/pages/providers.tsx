@@ -1,0 +1,49 @@
+// Provider packs: which providers' own signatures ingest can verify (set per webhook on its page).
+import { Link } from 'wouter-preact';
+import { gql } from '../api.ts';
+import { ErrorBanner, Loading, Page, useQuery } from '../ui.tsx';
+
+export default function ProvidersPage() {
+  const q = useQuery(() => gql(`{ providers { items { id name scheme header secretDescription toleranceSeconds eventType deliveryId } } }`).then((d) => d.providers.items as any[]), []);
+  return (
+    <Page title="Provider packs">
+      <p>
+        A webhook with a provider pack also accepts events signed the provider's own way (Starter and above). Choose one on a <Link href="/webhooks">webhook's page</Link>, under “Provider pack”.
+      </p>
+      <ErrorBanner error={q.error} />
+      {q.loading ? <Loading /> : null}
+      {q.data ? (
+        <div class="table-wrap">
+          <table aria-label="Provider packs">
+            <thead>
+              <tr>
+                <th scope="col">Provider</th>
+                <th scope="col">Signature header</th>
+                <th scope="col">Scheme</th>
+                <th scope="col">Tolerance</th>
+                <th scope="col">Secret to give</th>
+                <th scope="col">Event type from</th>
+              </tr>
+            </thead>
+            <tbody>
+              {q.data.map((p) => (
+                <tr key={p.id}>
+                  <td>
+                    <strong>{p.name}</strong> <code class="muted">{p.id}</code>
+                  </td>
+                  <td>
+                    <code>{p.header}</code>
+                  </td>
+                  <td>{p.scheme}</td>
+                  <td>{p.toleranceSeconds ? `${p.toleranceSeconds} s` : '—'}</td>
+                  <td>{p.secretDescription}</td>
+                  <td>{p.eventType.join(', ') || '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,180 @@
+// Schedules of a webhook (Starter and above): create, edit, enable/disable, fire now, delete.
+import { useState } from 'preact/hooks';
+import { Link, useLocation, useSearch } from 'wouter-preact';
+import { gql } from '../api.ts';
+import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, parseJsonField, useAction, usePaged } from '../ui.tsx';
+import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
+
+const FIELDS = 'id name cron timezone enabled payload headers contentType nextRunAt lastRunAt lastStatus lastEventId skippedCount updatedAt';
+
+function scheduleVars(form: HTMLFormElement) {
+  const f = new FormData(form);
+  return {
+    name: f.get('name') || undefined,
+    cron: f.get('cron') || undefined,
+    timezone: f.get('timezone') || undefined,
+    contentType: f.get('contentType') || undefined,
+    payload: parseJsonField(String(f.get('payload') ?? ''), 'Payload'),
+    headers: parseJsonField(String(f.get('headers') ?? ''), 'Headers'),
+    enabled: f.get('enabled') === 'on',
+  };
+}
+
+function ScheduleFields({ s }: { s?: any }) {
+  return (
+    <>
+      <div class="grid">
+        <Field label="Name" name="name" defaultValue={s?.name ?? ''} placeholder="nightly-report" />
+        <Field label="Cron" name="cron" required defaultValue={s?.cron ?? ''} placeholder="0 3 * * *" hint="Five fields, or six with seconds first." />
+        <Field label="Time zone" name="timezone" defaultValue={s?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone} hint="IANA name, e.g. Europe/Paris." />
+        <Field label="Content type" name="contentType" defaultValue={s?.contentType ?? 'application/json'} />
+      </div>
+      <TextArea label="Payload (JSON)" name="payload" defaultValue={s ? JSON.stringify(s.payload, null, 2) : '{}'} />
+      <TextArea label="Headers (JSON)" name="headers" defaultValue={s ? JSON.stringify(s.headers, null, 2) : ''} placeholder='{"x-job": "report"}' />
+      <label class="row">
+        <input type="checkbox" name="enabled" defaultChecked={s ? s.enabled : true} /> Enabled
+      </label>
+    </>
+  );
+}
+
+function ScheduleCard({ webhookId, s, onChange }: { webhookId: string; s: any; onChange: () => void }) {
+  const [editing, setEditing] = useState(false);
+  const [note, setNote] = useState<string>();
+  const save = useAction(async (form: HTMLFormElement) => {
+    await gql(
+      `mutation($id: ID!, $scheduleId: ID!, $name: String, $cron: String, $timezone: String, $contentType: String, $payload: JSON, $headers: JSON, $enabled: Boolean) {
+        updateSchedule(id: $id, scheduleId: $scheduleId, name: $name, cron: $cron, timezone: $timezone, contentType: $contentType, payload: $payload, headers: $headers, enabled: $enabled) { id }
+      }`,
+      { id: webhookId, scheduleId: s.id, ...scheduleVars(form) },
+    );
+    setEditing(false);
+    onChange();
+  });
+  const trigger = useAction(async () => {
+    const d = await gql(`mutation($id: ID!, $scheduleId: ID!) { triggerSchedule(id: $id, scheduleId: $scheduleId) { eventId deliveryId status } }`, { id: webhookId, scheduleId: s.id });
+    setNote(`Fired: event ${d.triggerSchedule.eventId} (${d.triggerSchedule.status}).`);
+    onChange();
+  });
+  const remove = useAction(async () => {
+    await gql(`mutation($id: ID!, $scheduleId: ID!) { deleteSchedule(id: $id, scheduleId: $scheduleId) { id } }`, { id: webhookId, scheduleId: s.id });
+    onChange();
+  });
+  return (
+    <li class="card">
+      <div class="card-header">
+        <h3>{s.name || s.id}</h3>
+        <Badge value={s.enabled ? 'enabled' : 'paused'} />
+        <code>{s.cron}</code>
+        <span class="muted">{s.timezone}</span>
+        <div class="row">
+          <button type="button" class="small" onClick={() => trigger.call()} disabled={trigger.pending}>
+            Fire now
+          </button>
+          <button type="button" class="small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+            {editing ? 'Cancel' : 'Edit'}
+          </button>
+          <ConfirmButton label="Delete" danger title={`Delete schedule ${s.name || s.id}?`} body="Its planned tick is dropped." onConfirm={() => remove.call()} />
+        </div>
+      </div>
+      <dl class="facts">
+        <dt>Next tick</dt>
+        <dd>
+          <Time value={s.nextRunAt} />
+        </dd>
+        <dt>Last tick</dt>
+        <dd>
+          <Time value={s.lastRunAt} /> {s.lastStatus ? <Badge value={s.lastStatus} /> : null}{' '}
+          {s.lastEventId ? <Link href={`/deliveries?eventId=${s.lastEventId}`}>deliveries</Link> : null}
+        </dd>
+        <dt>Skipped ticks</dt>
+        <dd>{s.skippedCount}</dd>
+      </dl>
+      {note ? (
+        <p class="success-banner" role="status">
+          {note}
+        </p>
+      ) : null}
+      {editing ? (
+        <form
+          class="stack"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void save.call(e.currentTarget);
+          }}
+        >
+          <ScheduleFields s={s} />
+          <button type="submit" class="primary" disabled={save.pending}>
+            Save schedule
+          </button>
+        </form>
+      ) : null}
+      <ErrorBanner error={save.error ?? trigger.error ?? remove.error} />
+    </li>
+  );
+}
+
+export default function SchedulesPage() {
+  const [, navigate] = useLocation();
+  const hooks = useWebhookNames();
+  const search = new URLSearchParams(useSearch());
+  const webhookId = search.get('webhookId') ?? hooks.data?.[0]?.id ?? '';
+  const list = usePaged(
+    (cursor) => (webhookId ? gql(`query($id: ID!, $cursor: String) { webhookSchedules(id: $id, limit: 50, cursor: $cursor) { items { ${FIELDS} } nextCursor } }`, { id: webhookId, cursor }).then((d) => d.webhookSchedules) : Promise.resolve({ items: [], nextCursor: null })),
+    [webhookId],
+  );
+  const create = useAction(async (form: HTMLFormElement) => {
+    await gql(
+      `mutation($id: ID!, $name: String, $cron: String, $timezone: String, $contentType: String, $payload: JSON, $headers: JSON, $enabled: Boolean) {
+        createSchedule(id: $id, name: $name, cron: $cron, timezone: $timezone, contentType: $contentType, payload: $payload, headers: $headers, enabled: $enabled) { id }
+      }`,
+      { id: webhookId, ...scheduleVars(form) },
+    );
+    form.reset();
+    list.reload();
+  });
+  if (hooks.data && hooks.data.length === 0) {
+    return (
+      <Page title="Schedules">
+        <Empty title="No webhook to schedule">
+          <p>
+            A schedule sends an event to a webhook on a cron. <Link href="/webhooks">Create a webhook</Link> first.
+          </p>
+        </Empty>
+      </Page>
+    );
+  }
+  return (
+    <Page title="Schedules">
+      <div class="filters">
+        <WebhookSelect value={webhookId} allLabel={null} onChange={(v) => navigate(`/schedules?webhookId=${v}`, { replace: true })} />
+      </div>
+      <ErrorBanner error={hooks.error ?? list.error} />
+      {list.loading && !list.items.length ? <Loading /> : null}
+      {!list.loading && !list.error && list.items.length === 0 && webhookId ? <Empty title="No schedules on this webhook">Add one below: each tick becomes an event of the webhook, delivered like any other.</Empty> : null}
+      <ul class="list stack">
+        {list.items.map((s: any) => (
+          <ScheduleCard key={`${s.id}-${s.updatedAt}`} webhookId={webhookId} s={s} onChange={list.reload} />
+        ))}
+      </ul>
+      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      {webhookId ? (
+        <Section title="New schedule">
+          <form
+            class="stack"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void create.call(e.currentTarget);
+            }}
+          >
+            <ScheduleFields />
+            <ErrorBanner error={create.error} />
+            <button type="submit" class="primary" disabled={create.pending}>
+              Create schedule
+            </button>
+          </form>
+        </Section>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,421 @@
+// The dashboard in a real browser: Debian's Chromium driven by playwright-core (no browser
+// download). Skipped, with a notice, when Chromium is not installed (`apt-get install -y chromium`).
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUser } from '../src/users/service.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { startReceiver } from './support/receiver.ts';
+import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
+
+const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => p && existsSync(p));
+const OUT = 'test-results/dashboard';
+/** UPDATE_README_IMAGES=1 also writes the README's screenshots to docs/images. */
+const README_IMAGES = process.env.UPDATE_README_IMAGES === '1';
+
+if (!CHROMIUM) {
+  console.warn('\n[dashboard e2e] SKIPPED: no Chromium found (apt-get install -y chromium, or set CHROMIUM_PATH).\n');
+}
+
+describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
+  let app: TestApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let apiKey: string;
+  let projectId: string;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const email = 'operator@example.com';
+  const password = 'operator password 1';
+  let webhook: { id: string; publicId: string; ingestSecret: string };
+  let deliveryId: string;
+
+  const shot = async (name: string) => {
+    await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+  };
+  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await app.api(apiKey, 'POST', '/graphql', { query, variables });
+    if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+    return res.body.data;
+  };
+
+  beforeAll(async () => {
+    await mkdir(OUT, { recursive: true });
+    app = await startTestApp({ worker: true });
+    ({ apiKey, projectId } = await ingestingProject(app));
+    await createUser(app.rt, { email, projectId, password });
+    receiver = await startReceiver(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"received":true}' }));
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    context = await browser.newContext({ baseURL: app.url, viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await app?.stop();
+  });
+
+  it('refuses a wrong password with the form again', async () => {
+    await page.goto('/dashboard');
+    await expect.poll(() => page.url()).toContain('/dashboard/login');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('not my password');
+    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/dashboard/login') && r.request().method() === 'POST'), page.getByRole('button', { name: 'Sign in' }).click()]);
+    expect(response.status()).toBe(401);
+    await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
+    await shot('01-wrong-password');
+  });
+
+  it('signs in, and the first load is small and quick (measured)', async () => {
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/dashboard/webhooks');
+
+    // A new browser context (empty cache), signed in: compressed JavaScript bytes of the first
+    // load (Resource Timing's encodedBodySize) and the time until the page answers input.
+    const coldContext = await browser.newContext({ baseURL: app.url, viewport: { width: 1280, height: 900 }, storageState: await context.storageState() });
+    const cold = await coldContext.newPage();
+    await cold.goto('/dashboard/webhooks');
+    await cold.getByText('No webhooks yet').waitFor();
+    const tti = await cold.evaluate(() => performance.now());
+    await cold.getByRole('button', { name: 'New webhook' }).click();
+    await cold.getByLabel('Destination URL').waitFor();
+    const jsBytes = await cold.evaluate(() =>
+      performance
+        .getEntriesByType('resource')
+        .filter((e) => new URL(e.name).pathname.endsWith('.js'))
+        .reduce((sum, e) => sum + (e as PerformanceResourceTiming).encodedBodySize, 0),
+    );
+    const metrics = { firstLoadJsCompressedBytes: jsBytes, timeToInteractiveMs: Math.round(tti) };
+    console.log(`[dashboard e2e] first load: ${(jsBytes / 1024).toFixed(1)} KB compressed JS, interactive after ${metrics.timeToInteractiveMs} ms`);
+    await writeFile(path.join(OUT, 'metrics.json'), JSON.stringify(metrics, null, 2));
+    await coldContext.close();
+    expect(jsBytes).toBeGreaterThan(0);
+    expect(jsBytes).toBeLessThan(300 * 1024);
+    await shot('02-signed-in');
+  });
+
+  it('creates a webhook, with its secrets shown once', async () => {
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    await page.getByLabel('Name').fill('Orders');
+    await page.getByLabel('Destination URL').fill(`${receiver.url}/hook`);
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByText('Webhook “Orders” created').waitFor();
+    const ingestSecret = await page.getByLabel('Ingest secret', { exact: true }).textContent();
+    const ingestUrl = await page.getByLabel('Ingest URL', { exact: true }).textContent();
+    expect(ingestSecret).toMatch(/^whsec_/);
+    const publicId = ingestUrl!.split('/').pop()!;
+    const { webhooks } = await gql('{ webhooks { items { id publicId name } } }');
+    const row = webhooks.items.find((w: any) => w.publicId === publicId);
+    expect(row.name).toBe('Orders');
+    webhook = { id: row.id, publicId, ingestSecret: ingestSecret! };
+    await page.getByRole('row', { name: /Orders/ }).waitFor();
+    await shot('03-webhook-created');
+  });
+
+  it('shows an event’s delivery live, with its attempts', async () => {
+    await page.goto(`/dashboard/deliveries?webhookId=${webhook.id}`);
+    await page.getByText('No deliveries match').waitFor();
+    await page.locator('.live:not(.off)').waitFor();
+    // Give the subscription a moment to be registered server-side (it is lazy: opened on first use).
+    await waitFor(async () => (await page.evaluate(() => performance.getEntriesByType('resource').length)) > 0, 2_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const sent = await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` }, body: '{"type":"order.created","id":1}' });
+    expect(sent.status).toBe(202);
+    deliveryId = sent.body.deliveryId;
+    // No reload: the row arrives over graphql-ws, then turns succeeded.
+    const row = page.locator(`tr[data-delivery-id="${deliveryId}"]`);
+    await row.waitFor();
+    await row.getByText('succeeded').waitFor();
+    await shot('04-delivery-live');
+
+    await row.getByRole('link', { name: deliveryId }).click();
+    await page.getByRole('heading', { name: 'Attempt 1' }).waitFor();
+    await page.getByText('HTTP 200').waitFor();
+    await page.getByText('{"received":true}').waitFor();
+    await shot('05-delivery-attempts');
+    if (README_IMAGES) await page.screenshot({ path: 'docs/images/dashboard-delivery-attempts.png' });
+  });
+
+  it('replays the delivery', async () => {
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Replay' }).click();
+    await page.getByText('Replay queued').waitFor();
+    const replay = await waitFor(async () => {
+      const { deliveries } = await gql('query($w: String) { deliveries(webhookId: $w) { items { id replayOf status } } }', { w: webhook.id });
+      return deliveries.items.find((d: any) => d.replayOf === deliveryId && d.status === 'succeeded');
+    }, 15_000);
+    expect(replay).toBeTruthy();
+    expect(receiver.received.length).toBeGreaterThanOrEqual(2);
+    await shot('06-replayed');
+  });
+
+  it('rotates the ingest secret, showing the new one once', async () => {
+    await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Rotate ingest secret' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate ingest secret' }).click();
+    const secret = await page.getByLabel('New ingest secret', { exact: true }).textContent();
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(webhook.ingestSecret);
+    expect((await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(202);
+    await shot('07-secret-rotated');
+    if (README_IMAGES) {
+      await page.goto('/dashboard/webhooks');
+      await page.getByRole('row', { name: /Orders/ }).waitFor();
+      await page.screenshot({ path: 'docs/images/dashboard-webhooks.png' });
+      await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    }
+  });
+
+  it('edits every part of a webhook: settings, a destination, a routing rule, a transform; the probe shows the matched rule and the transformed payload', async () => {
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByLabel('Max in flight').fill('7');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    expect((await gql('query($id: ID!) { webhook(id: $id) { maxInFlight } }', { id: webhook.id })).webhook.maxInFlight).toBe(7);
+
+    await page.getByText('Add a destination').click();
+    await page.locator('form').filter({ has: page.getByRole('button', { name: 'Add destination' }) }).getByLabel('Name').fill('archive');
+    await page.getByLabel('Config (JSON)').fill(JSON.stringify({ url: `${receiver.url}/archive` }));
+    await page.getByRole('button', { name: 'Add destination' }).click();
+    await page.getByRole('heading', { name: 'archive', level: 3 }).waitFor();
+    // An API error is shown as the contract's message: the same name again.
+    const again = await app.api(apiKey, 'POST', '/graphql', {
+      query: 'mutation($id: ID!, $c: JSON!) { createDestination(id: $id, name: "archive", type: "webhook", config: $c) { id } }',
+      variables: { id: webhook.id, c: { url: `${receiver.url}/archive` } },
+    });
+    const message = again.body.errors[0].message as string;
+    await page.locator('form').filter({ has: page.getByRole('button', { name: 'Add destination' }) }).getByLabel('Name').fill('archive');
+    await page.getByLabel('Config (JSON)').fill(JSON.stringify({ url: `${receiver.url}/archive` }));
+    await page.getByRole('button', { name: 'Add destination' }).click();
+    await page.getByRole('alert').filter({ hasText: message }).waitFor();
+    await page.getByText('Add a destination').click();
+
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByLabel('Destination', { exact: true }).selectOption({ label: 'archive' });
+    await page.getByLabel('Match (JSON)').fill('{"body.type": "order.created"}');
+    await page.getByRole('button', { name: 'Save rules' }).click();
+    await page.getByText('Rules saved.').waitFor();
+
+    await page.getByLabel('Kind').selectOption('jsonata');
+    await page.getByLabel('JSONata expression').fill('{"kind": type, "amount": data.amount * 2}');
+    await page.getByRole('button', { name: 'Save transform' }).click();
+    await page.getByText('Transform saved.').waitFor().catch(async (e) => {
+      await shot('08-transform-failed');
+      throw new Error(`${e.message}; alerts: ${await page.getByRole('alert').allTextContents()}`);
+    });
+
+    await page.getByLabel('Body (JSON)').fill('{"type": "order.created", "data": {"amount": 21}}');
+    await page.getByRole('button', { name: 'Run probe' }).click();
+    const result = page.getByTestId('probe-result');
+    await result.getByText('rule-1 (priority 10)').waitFor();
+    await result.getByText('archive (webhook)').waitFor();
+    await result.getByText('"amount": 42').waitFor();
+    await shot('08-probe');
+
+    // Back to a plain setup for the next steps.
+    await gql('mutation($id: ID!) { setWebhookRouting(id: $id, rules: []) { rules { name } } }', { id: webhook.id });
+    await gql('mutation($id: ID!) { setWebhookTransform(id: $id, kind: null) { kind } }', { id: webhook.id });
+    await page.reload();
+  });
+
+  it('pauses and resumes the webhook', async () => {
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('button', { name: 'Resume' }).waitFor();
+    await page.locator('.page-header .badge', { hasText: 'paused' }).waitFor();
+    const paused = await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` } });
+    expect(paused.status).toBe(409);
+    expect(paused.body.error.code).toBe('webhook_paused');
+    await shot('08-paused');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('button', { name: 'Pause' }).waitFor();
+    await page.locator('.page-header .badge', { hasText: 'active' }).waitFor();
+    expect((await gql('query($id: ID!) { webhook(id: $id) { status } }', { id: webhook.id })).webhook.status).toBe('active');
+  });
+
+  it('archives, then destroys a webhook only once its name is typed', async () => {
+    const hook = await createWebhook(app, apiKey, { name: 'Old hook', url: `${receiver.url}/old` });
+    await page.goto(`/dashboard/webhooks/${hook.id}`);
+    await page.getByRole('heading', { name: 'Old hook', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Archive' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Archive' }).click();
+    await page.locator('.page-header .badge', { hasText: 'archived' }).waitFor();
+    await page.getByRole('button', { name: 'Destroy' }).click();
+    const dialog = page.getByRole('dialog');
+    const confirm = dialog.getByRole('button', { name: 'Destroy forever' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type Old hook to confirm').fill('Old hook');
+    await shot('09-destroy-confirm');
+    await confirm.click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    const gone = await app.api(apiKey, 'POST', '/graphql', { query: 'query($id: ID!) { webhook(id: $id) { id } }', variables: { id: hook.id } });
+    expect(gone.body.errors[0].extensions.code).toBe('not_found');
+  });
+
+  it('re-drives a DLQ entry', async () => {
+    const failing = await startReceiver(() => ({ status: 400, body: 'bad payload' }));
+    try {
+      const hook = await createWebhook(app, apiKey, { name: 'Failing', url: `${failing.url}/hook`, retryPolicy: { maxAttempts: 1 } });
+      const sent = await ingest(app, hook.publicId, { headers: { authorization: `Bearer ${hook.ingestSecret}` } });
+      expect(sent.status).toBe(202);
+      const entry = await waitFor(async () => (await gql('query($w: String) { dlq(webhookId: $w) { items { id deliveryId } } }', { w: hook.id })).dlq.items[0], 15_000);
+      await page.goto(`/dashboard/dlq?webhookId=${hook.id}`);
+      const row = page.locator(`tr[data-dlq-id="${entry.id}"]`);
+      await row.waitFor();
+      await shot('09-dlq');
+      await row.getByRole('button', { name: `Re-drive ${entry.id}` }).click();
+      await page.getByText('Re-drive queued').waitFor();
+      const redriven = await waitFor(async () => {
+        const { dlq } = await gql('query($w: String) { dlq(webhookId: $w, state: "all") { items { id redrivenAt redriveDeliveryId } } }', { w: hook.id });
+        return dlq.items.find((e: any) => e.id === entry.id && e.redrivenAt);
+      }, 10_000);
+      expect(redriven.redriveDeliveryId).toBeTruthy();
+      await waitFor(() => failing.received.length >= 2, 10_000);
+      await shot('10-dlq-redriven');
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it('shows a message arriving live in the conversations view; sends one and reacts', async () => {
+    const { createContact } = await gql('mutation { createContact(username: "ana", phone_number: "+15550001111", display_name: "Ana") { id conversation_id } }');
+    await page.goto(`/dashboard/conversations/${createContact.id}`);
+    await page.getByRole('heading', { name: 'Conversation with Ana' }).waitFor();
+    await page.getByText('No messages yet').waitFor();
+    await page.locator('.live:not(.off)').waitFor();
+    await new Promise((r) => setTimeout(r, 500));
+    // Sent through the API by someone else: it appears without a reload.
+    const { sendMessage } = await gql('mutation($c: ID!) { sendMessage(conversation_id: $c, message: "Hello from the API") { id } }', { c: createContact.conversation_id });
+    const arrived = page.locator(`li[data-message-id="${sendMessage.id}"]`);
+    await arrived.getByText('Hello from the API').waitFor();
+    // Sent and reacted to from the dashboard.
+    await page.getByLabel('Message', { exact: true }).fill('Hi Ana, from the dashboard');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByText('Hi Ana, from the dashboard').waitFor();
+    await arrived.getByRole('button', { name: 'React like to this message' }).click();
+    await arrived.locator('.badge', { hasText: 'like 1' }).waitFor();
+    const { messages } = await gql('query($c: ID) { messages(conversation_id: $c) { data { message reactions } } }', { c: createContact.conversation_id });
+    expect(messages.data.map((m: any) => m.message)).toEqual(['Hi Ana, from the dashboard', 'Hello from the API']);
+    expect(messages.data[1].reactions).toEqual([{ like: [email] }]);
+    await shot('11-conversation-live');
+  });
+
+  it('is usable on a phone: the menu opens and navigates', async () => {
+    const phone = await browser.newContext({ baseURL: app.url, viewport: { width: 390, height: 844 }, storageState: await context.storageState(), isMobile: true, hasTouch: true });
+    try {
+      const p = await phone.newPage();
+      await p.goto('/dashboard/webhooks');
+      await p.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+      expect(await p.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(false);
+      await p.getByRole('button', { name: 'Menu' }).click();
+      await p.getByRole('link', { name: 'Dead-letter queue' }).click();
+      await p.getByRole('heading', { name: 'Dead-letter queue', level: 1 }).waitFor();
+      // No horizontal scrolling of the page itself.
+      expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await p.screenshot({ path: path.join(OUT, '12-phone.png'), fullPage: true });
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('can be used with the keyboard alone: skip link, focus on the page heading after navigation', async () => {
+    await page.goto('/dashboard/webhooks');
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.getByRole('link', { name: 'Deliveries' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Deliveries', level: 1 }).waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('page-title');
+    await shot('12-keyboard-focus');
+  });
+
+  it('runs the other management pages: a schedule fired now, an API key created once and revoked, usage, provider packs, the audit log', async () => {
+    await page.goto(`/dashboard/schedules?webhookId=${webhook.id}`);
+    await page.getByText('No schedules on this webhook').waitFor();
+    await page.getByLabel('Name').fill('nightly');
+    await page.getByLabel('Cron').fill('0 3 * * *');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.getByRole('heading', { name: 'nightly', level: 3 }).waitFor();
+    await page.getByRole('button', { name: 'Fire now' }).click();
+    await page.getByText(/Fired: event evt_/).waitFor();
+    await shot('13-schedules');
+
+    await page.goto('/dashboard/api-keys');
+    await page.getByLabel('Name').fill('ci');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = await page.getByLabel('New API key', { exact: true }).textContent();
+    expect((await app.api(key!, 'GET', '/v1/project')).status).toBe(200);
+    await page.getByRole('button', { name: 'Revoke ci' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('row', { name: /ci/ }).getByText('revoked').waitFor();
+    expect((await app.api(key!, 'GET', '/v1/project')).status).toBe(401);
+
+    await page.goto('/dashboard/usage');
+    await page.getByText(/monthly deliveries: \d+ of/).waitFor();
+    await page.goto('/dashboard/providers');
+    await page.getByRole('cell', { name: /Stripe/ }).first().waitFor();
+    await page.goto('/dashboard/audit-log');
+    // The dashboard user is the actor of what was done here.
+    const { id: userId } = await app.rt.db.prisma.dashboardUser.findUniqueOrThrow({ where: { email } });
+    await page.getByRole('cell', { name: userId }).first().waitFor();
+    await shot('14-audit-log');
+  });
+
+  it('a page of another origin cannot act with the session (CSRF)', async () => {
+    const keysBefore = (await gql('{ apiKeys(limit: 100) { items { id } } }')).apiKeys.items.length;
+    // Another origin on the same site (127.0.0.1, another port): the browser does send the cookie.
+    const attacker = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><title>evil</title>
+        <form id="f" method="post" action="${app.url}/graphql" enctype="text/plain" target="sink"><input name='{"query":"mutation { createApiKey(name: \\"evil\\") { key } }","x":"' value='"}'></form>
+        <iframe name="sink"></iframe>
+        <script>
+          const body = JSON.stringify({ query: 'mutation { createApiKey(name: "evil") { key } }' });
+          Promise.allSettled([
+            fetch('${app.url}/graphql', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body }),
+            fetch('${app.url}/graphql', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json', 'x-csrf-token': 'guess' }, body }),
+            fetch('${app.url}/graphql', { method: 'POST', credentials: 'include', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body }),
+            fetch('${app.url}/dashboard', { credentials: 'include' }).then((r) => r.text()),
+          ]).then((results) => {
+            document.getElementById('f').submit();
+            document.title = 'done:' + results.map((r) => r.status).join(',');
+          });
+        </script>`);
+    });
+    await new Promise<void>((r) => attacker.listen(0, '127.0.0.1', () => r()));
+    try {
+      const evil = await context.newPage();
+      await evil.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`);
+      await expect.poll(() => evil.title(), { timeout: 10_000 }).toMatch(/^done:/);
+      // Every fetch failed or was unreadable: CORS gives no credentials, and /dashboard has no CORS at all.
+      expect(await evil.title()).toBe('done:rejected,rejected,fulfilled,rejected');
+      await new Promise((r) => setTimeout(r, 500));
+      await evil.close();
+    } finally {
+      attacker.close();
+    }
+    expect((await gql('{ apiKeys(limit: 100) { items { id name } } }')).apiKeys.items.length).toBe(keysBefore);
+    // Still signed in.
+    await page.goto('/dashboard/api-keys');
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    await shot('15-after-csrf-attempt');
+  });
+
+  it('signs out', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('You are signed out.').waitFor();
+    await shot('16-signed-out');
+    await page.goto('/dashboard/webhooks');
+    await expect.poll(() => page.url()).toContain('/dashboard/login');
+  });
+});
