@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { makeWorkerUtils, run, type Runner, type Task, type WorkerEvents } from 'graphile-worker';
 import { createTaskList, CRONTAB } from '../jobs/index.ts';
+import { startTracing, tracingEnabled, withSpan } from './tracing.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
@@ -66,6 +67,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let stopRequested = false;
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
   const unwatch = watchDatabase({ main: db.pool, relaxed: db.relaxedPool });
+  const tracing = startTracing(config.OTEL_EXPORTER_OTLP_ENDPOINT, config.OTEL_SERVICE_NAME);
   registerDeliveryRefLoader(rt);
   if (opts.api !== false) {
     await pubsub.start();
@@ -84,7 +86,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
         task,
         ((payload, helpers) => {
           jobStartDelay.observe({ task }, Math.max(0, Date.now() - new Date(helpers.job.run_at).getTime()) / 1000);
-          return fn!(payload, helpers);
+          if (!tracingEnabled()) return fn!(payload, helpers);
+          return withSpan(`job ${task}`, { 'relay.job.id': String(helpers.job.id), 'relay.job.task': task, 'relay.job.attempt': helpers.job.attempts }, () => Promise.resolve(fn!(payload, helpers)));
         }) as Task,
       ]),
     );
@@ -175,6 +178,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         await pubsub.close();
         await workerUtils.release();
         await db.close();
+        await tracing.stop();
       })();
       return stopping;
     },

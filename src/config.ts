@@ -70,6 +70,10 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Worker-only processes (`npm run start:worker`) serve `/metrics` on this port (with METRICS_TOKEN). */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Set (e.g. http://127.0.0.1:4318): ingest, job and delivery attempt spans go to this OpenTelemetry collector over OTLP/HTTP (its /v1/traces). Unset: no tracing, at no cost. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** The `service.name` of the spans. */
+  OTEL_SERVICE_NAME: z.string().min(1).default('relay-service'),
   /** Events an event drain's outbox keeps while its endpoint fails; past it, the oldest are dropped (and counted). */
   DRAIN_OUTBOX_LIMIT: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
   /** A failing drain is retried with exponential backoff from DRAIN_RETRY_BASE_MS up to DRAIN_RETRY_MAX_MS. */

@@ -16,6 +16,7 @@ import { signingHeaders } from './signing.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { JobTableVacuum } from './job-table-vacuum.ts';
+import { tracingEnabled, withSpan } from '../tracing.ts';
 import { runAutomation, type AutomationOutcome } from '../automations/run.ts';
 import { bodyForMatching } from '../routing/rules.ts';
 import { deferClaim } from './defer.ts';
@@ -148,7 +149,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
         // subscribers see the changes in order.
         const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
         published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
-        for (const claim of batch.claims) track(sendClaimed(engine, claim, published));
+        for (const claim of batch.claims) track(sendTraced(engine, claim, published));
         exhausted = batch.claims.length < Math.min(room, batch.freeSlots);
       }
       if (Date.now() > deadline || signal?.aborted) {
@@ -194,7 +195,7 @@ async function attemptOne(engine: DeliveryEngine, deliveryId: string): Promise<v
   if (outcome.kind === 'later') await requeueAttemptJob(db, deliveryId, outcome.runAt);
   if (outcome.kind !== 'claimed') return;
   if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
-  await sendClaimed(engine, outcome.claim);
+  await sendTraced(engine, outcome.claim);
 }
 
 /** Normalised once per webhook object: a batch's claims share theirs. */
@@ -214,6 +215,13 @@ function signingSecret(sealed: string): string {
     decryptedSecrets.set(sealed, secret);
   }
   return secret;
+}
+
+/** sendClaimed inside a `delivery.attempt` span when tracing is on (src/tracing.ts). */
+function sendTraced(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>): Promise<void> {
+  if (!tracingEnabled()) return sendClaimed(engine, claim, published);
+  const attributes = { 'relay.delivery_id': claim.row.id, 'relay.event_id': claim.row.event_id, 'relay.webhook_id': claim.row.webhook_id, 'relay.attempt': claim.attempt };
+  return withSpan('delivery.attempt', attributes, () => sendClaimed(engine, claim, published));
 }
 
 /** Builds, signs and sends one claimed delivery, then records the attempt. */

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { DomainError, InvalidState, NotFound } from '../errors.ts';
 import { ingestEvents } from '../prom.ts';
+import type { Span } from '@opentelemetry/api';
+import { tracingEnabled, withSpan } from '../tracing.ts';
 import { sha256Hex } from '../encryption.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
@@ -102,14 +104,19 @@ export async function acceptEvent(rt: Runtime, publicId: string, event: InboundE
           return built;
         }
       : event;
-  try {
-    const accepted = await acceptOnce(rt, publicId, source, admit, client);
-    ingestEvents.inc({ channel, result: accepted.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
-    return accepted;
-  } catch (err) {
-    ingestEvents.inc({ channel, result: 'refused', reason: err instanceof DomainError ? err.code : 'error' });
-    throw err;
-  }
+  const accept = async (span: Span | null) => {
+    try {
+      const accepted = await acceptOnce(rt, publicId, source, admit, client);
+      ingestEvents.inc({ channel, result: accepted.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
+      span?.setAttributes({ 'relay.channel': channel, 'relay.event_id': accepted.eventId, 'relay.delivery_id': accepted.deliveryId, 'relay.status': accepted.status });
+      return accepted;
+    } catch (err) {
+      ingestEvents.inc({ channel, result: 'refused', reason: err instanceof DomainError ? err.code : 'error' });
+      span?.setAttributes({ 'relay.channel': channel, 'relay.refused': err instanceof DomainError ? err.code : 'error' });
+      throw err;
+    }
+  };
+  return tracingEnabled() ? withSpan('ingest', { 'relay.webhook.public_id': publicId }, accept) : accept(null);
 }
 
 async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
