@@ -142,6 +142,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
     throw (e as { code?: unknown } | null)?.code === '23503' ? new NotFound('webhook') : e;
   }
   if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
-  rt.runners.nudge();
+  // In the caller's transaction the job is not visible until it commits: the caller nudges then.
+  if (!client) rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }
