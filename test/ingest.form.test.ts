@@ -474,3 +474,28 @@ describe('form ingest: review fixes', () => {
     expect(await legacy.text()).toBe('hello');
   });
 });
+
+describe('file retention follows the current payload retention', () => {
+  it('a tightened quota override purges files already stored (usage down, 410 payload_gone)', async () => {
+    const hook = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    const form = new FormData();
+    form.append('_secret', hook.ingestSecret);
+    form.append('f', new Blob([Buffer.from('retained until tightened')]), 't.txt');
+    const res = await post(hook.publicId, form);
+    expect(res.status).toBe(202);
+    const { rows } = await db().query('SELECT id, storage_key FROM files WHERE event_id = $1', [res.body.eventId]);
+    const before = await fileBytes(starter.projectId);
+    const put = await app.api(starter.apiKey, 'PUT', `/v1/webhooks/${hook.id}/quota-overrides`, { payload_retention_seconds: 60 });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const { runRetention } = await import('../src/retention/run.ts');
+    // Two minutes on: past the tightened retention (60 s), far from the tier's (fixed in expires_at).
+    const report = await runRetention(app.rt, { now: new Date(Date.now() + 120_000) });
+    expect(report.filesPurged).toBeGreaterThanOrEqual(1);
+    const { rows: after } = await db().query('SELECT state FROM files WHERE id = $1', [rows[0].id]);
+    expect(after[0].state).toBe('purged');
+    expect(existsSync(path.join(dataDir, 'files', rows[0].storage_key))).toBe(false);
+    expect(await fileBytes(starter.projectId)).toBe(before - 24);
+    const gone = await fetch(`${app.url}/v1/files/${rows[0].id}`, { headers: { authorization: `Bearer ${starter.apiKey}` } });
+    expect(gone.status).toBe(410);
+  });
+});

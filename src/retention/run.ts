@@ -244,6 +244,11 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
       report.eventsDeleted += await drain(db, s, report, DELETE_EVENTS, [w.id, idBefore('evt', history)]);
       report.payloadsPurged += await cursorWalk(db, s, report, w.id, 'payload', idBefore('evt', payload));
       report.dispatchesPurged += await cursorWalk(db, s, report, w.id, 'dispatch', idBefore('del', payload));
+      // Files of this webhook older than its payload retention as it is NOW (expires_at was fixed
+      // at ingest; quota overrides may have tightened it since).
+      const tightened = await purgeExpiredFiles({ db: rt.db, config: rt.config ?? processConfig }, { batchSize: s.batchSize, now: s.now, deadline: s.deadline, webhook: { id: w.id, idBefore: idBefore('file', payload) } });
+      report.filesPurged += tightened.purged;
+      if (!tightened.complete) report.complete = false;
       if (Date.now() > s.deadline) {
         report.complete = false;
         return;
