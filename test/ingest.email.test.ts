@@ -434,3 +434,72 @@ describe('email ingest: review fixes', () => {
     }
   });
 });
+
+describe('email ingest: the raw message is the retained source', () => {
+  it('keeps the raw message byte for byte beside the envelope: DLQ export sourceBase64, usage envelope+raw, purged by retention', async () => {
+    const { readUsage } = await import('../src/projects/usage.ts');
+    const { runRetention } = await import('../src/retention/run.ts');
+    const { projectId, apiKey } = await app.project('starter');
+    const hook = await createWebhook(app, apiKey, { url: receiver.url });
+    const raw = Buffer.from(
+      [
+        'From: Ana <a@x.test>',
+        `To: ${hook.publicId}@${DOMAIN}`,
+        'Subject: =?UTF-8?B?w6nDqQ==?=',
+        'Message-ID: <raw-1@x.test>',
+        'X-Odd:   spaced  ',
+        'Content-Type: text/plain; charset=utf-8',
+        'Content-Transfer-Encoding: 8bit',
+        '',
+        'h\u00e9llo',
+        '',
+        '',
+      ].join('\r\n'),
+      'utf8',
+    );
+    const before = (await readUsage(app.rt, projectId)).stored_payload_bytes;
+    const info = await transport().sendMail({ envelope: { from: 'a@x.test', to: [`${hook.publicId}@${DOMAIN}`] }, raw });
+    expect(info.response).toMatch(/^250 /);
+    const { rows } = await db().query('SELECT e.id, e.body, e.source_body, e.source_content_type, d.id AS delivery_id FROM events e JOIN deliveries d ON d.event_id = e.id WHERE e.webhook_id = $1', [hook.id]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].source_content_type).toBe('message/rfc822');
+    expect(Buffer.compare(rows[0].source_body, raw)).toBe(0);
+    // The delivered body stays the envelope.
+    expect(JSON.parse(rows[0].body.toString())).toMatchObject({ type: 'email.received', subject: 'éé' });
+    expect((await readUsage(app.rt, projectId)).stored_payload_bytes).toBe(before + rows[0].body.length + raw.length);
+
+    await waitFor(async () => (await db().query(`SELECT status FROM deliveries WHERE id = $1`, [rows[0].delivery_id])).rows[0].status === 'succeeded', 10_000);
+    await db().query(`INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason) VALUES ('dlq_' || $1, $2, $3, $1, 'http_500')`, [rows[0].delivery_id, projectId, hook.id]);
+    const exported = await app.api(apiKey, 'GET', `/v1/dlq/export?webhookId=${hook.id}`);
+    expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+    const row = exported.body.items.find((i: any) => i.deliveryId === rows[0].delivery_id);
+    expect(row.sourceContentType).toBe('message/rfc822');
+    expect(Buffer.compare(Buffer.from(row.sourceBase64, 'base64'), raw)).toBe(0);
+    expect(JSON.parse(Buffer.from(row.payloadBase64, 'base64').toString()).type).toBe('email.received');
+
+    // Retention purges the source with the body, and counts both down.
+    const put = await app.api(apiKey, 'PUT', `/v1/webhooks/${hook.id}/quota-overrides`, { payload_retention_seconds: 60 });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    await runRetention(app.rt, { now: new Date(Date.now() + 120_000) });
+    const { rows: after } = await db().query('SELECT body, source_body FROM events WHERE id = $1', [rows[0].id]);
+    expect(after[0]).toEqual({ body: null, source_body: null });
+    expect((await readUsage(app.rt, projectId)).stored_payload_bytes).toBe(before);
+  });
+
+  it('refuses at RCPT with 452 a declared SIZE that would not fit the stored-bytes quota', async () => {
+    const ent = await app.project('enterprise');
+    await setProjectQuota(app.rt, ent.projectId, 'stored_payload_bytes', '10000');
+    const hook = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const s = await session();
+    try {
+      expect(await s.send('EHLO client.test')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test> SIZE=20000')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${hook.publicId}@${DOMAIN}>`)).toMatch(/^452 /);
+      expect(await s.send('RSET')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test> SIZE=2000')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${hook.publicId}@${DOMAIN}>`)).toMatch(/^250 /);
+    } finally {
+      s.close();
+    }
+  });
+});

@@ -300,7 +300,10 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
           const { target } = await ingestTargets(rt).get(rt, publicId);
           if (!target || target.status === 'archived') throw new NotFound('webhook');
           if (target.status === 'paused') throw new WebhookPaused();
-          const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides });
+          // The raw message is stored with the event: a declared SIZE that would not fit the stored-bytes quota is refused now (452).
+          const args = session.envelope.mailFrom ? (session.envelope.mailFrom.args as Record<string, string> | false) : false;
+          const declared = args ? Number(args.SIZE) || 0 : 0;
+          const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides }, { bytes: declared });
           if (refusing) throw new QuotaExceeded({ quota: refusing, scope: 'project', limit: 0, current: 0, delta: 1 });
           callback();
         } catch (err) {

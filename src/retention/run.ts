@@ -13,7 +13,7 @@ import type { Runtime } from '../runtime.ts';
  * Per webhook, with its effective limits:
  *   - history: finished deliveries (with their attempts, by cascade, and DLQ entries) created
  *     before it; then events that have no delivery left;
- *   - payload: event bodies (`payload_purged_at` marks them) and dispatch snapshots
+ *   - payload: event bodies and sources (email's raw message; `payload_purged_at` marks them) and dispatch snapshots
  *     (`dispatch_purged_at`) of finished deliveries; a replay or re-drive then answers 409
  *     `payload_gone`.
  * Per project (history, project limits): replay jobs that are done, audit-log rows, DLQ entries
@@ -158,8 +158,8 @@ WITH batch AS (
   SELECT e.id, EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status IN ${ACTIVE}) AS busy
     FROM events e WHERE e.webhook_id = $1 AND e.id >= $2 AND e.id < $3 ORDER BY e.id LIMIT $4
 ), purged AS (
-  UPDATE events e SET body = NULL, payload_purged_at = now() FROM batch
-   WHERE e.id = batch.id AND NOT batch.busy AND e.body IS NOT NULL RETURNING 1
+  UPDATE events e SET body = NULL, source_body = NULL, payload_purged_at = now() FROM batch
+   WHERE e.id = batch.id AND NOT batch.busy AND (e.body IS NOT NULL OR e.source_body IS NOT NULL) RETURNING 1
 )
 SELECT (SELECT count(*) FROM purged) AS purged, (SELECT count(*) FROM batch) AS n,
        (SELECT min(id) FROM batch WHERE busy) AS first_busy, (SELECT max(id) FROM batch) AS last`;
