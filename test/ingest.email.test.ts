@@ -486,6 +486,24 @@ describe('email ingest: the raw message is the retained source', () => {
     expect((await readUsage(app.rt, projectId)).stored_payload_bytes).toBe(before);
   });
 
+  it('counts the raw message against the stored-bytes quota at DATA: 452 when envelope + raw would not fit', async () => {
+    const ent = await app.project('enterprise');
+    // The envelope alone (about 3.4 KB) fits; with the raw message (about 3.2 KB) it does not.
+    await setProjectQuota(app.rt, ent.projectId, 'stored_payload_bytes', '5000');
+    const hook = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const s = await session();
+    try {
+      expect(await s.send('EHLO client.test')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test>')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${hook.publicId}@${DOMAIN}>`)).toMatch(/^250 /);
+      expect(await s.send('DATA')).toMatch(/^354 /);
+      expect(await s.send(`Subject: big\r\n\r\n${'x'.repeat(3000)}\r\n.`)).toMatch(/^452 /);
+    } finally {
+      s.close();
+    }
+    expect(await events(hook.id)).toHaveLength(0);
+  });
+
   it('refuses at RCPT with 452 a declared SIZE that would not fit the stored-bytes quota', async () => {
     const ent = await app.project('enterprise');
     await setProjectQuota(app.rt, ent.projectId, 'stored_payload_bytes', '10000');
