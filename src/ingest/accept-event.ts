@@ -87,7 +87,9 @@ export type InboundEventSource = InboundEvent | ((target: IngestTarget) => Inbou
  * A try that fails stores nothing.
  *
  * `client`: a connection in the caller's transaction (the cron channel fires a tick and plans
- * the next in one transaction); the event then commits with it. Without, on the pool.
+ * the next in one transaction; form and email record files with the event); the event then
+ * commits with it, and the caller wakes the runners (rt.runners.nudge) once it has committed.
+ * Without, on the pool, and the runners are woken here.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
