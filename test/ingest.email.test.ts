@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -269,6 +269,255 @@ describe('email ingest', () => {
     } finally {
       await tlsApp.stop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A raw SMTP session: `send` writes a line (or DATA's content) and resolves with the next reply. */
+async function session() {
+  const socket = net.connect(app.smtp!.port, '127.0.0.1');
+  let buffer = '';
+  const queue: string[] = [];
+  let waiting: ((line: string) => void) | null = null;
+  socket.on('data', (d) => {
+    buffer += d.toString();
+    for (let m = /^(\d{3}) .*\r\n/m.exec(buffer); m; m = /^(\d{3}) .*\r\n/m.exec(buffer)) {
+      const reply = buffer.slice(0, m.index + m[0].length).trim();
+      buffer = buffer.slice(m.index + m[0].length);
+      if (waiting) {
+        const w = waiting;
+        waiting = null;
+        w(reply.split('\r\n').pop()!);
+      } else queue.push(reply.split('\r\n').pop()!);
+    }
+  });
+  socket.on('close', () => waiting?.('closed'));
+  const next = () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise<string>((r) => (waiting = r)));
+  await next();
+  return {
+    send: (line: string) => {
+      socket.write(line + '\r\n');
+      return Promise.race([next(), new Promise<string>((r) => setTimeout(() => r('timeout'), 10_000))]);
+    },
+    close: () => socket.destroy(),
+  };
+}
+
+describe('email ingest: review fixes', () => {
+  const filesOf = (projectId: string) => {
+    const dir = path.join(dataDir, 'files', projectId);
+    return existsSync(dir) ? readdirSync(dir) : [];
+  };
+
+  it('keeps header names such as constructor, toString and __proto__ as plain headers', async () => {
+    const hook = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    const info = await transport().sendMail({
+      from: 'a@x.test',
+      to: `${hook.publicId}@${DOMAIN}`,
+      subject: 'proto',
+      text: 't',
+      headers: [
+        { key: 'constructor', value: 'c' },
+        { key: 'toString', value: 't1' },
+        { key: '__proto__', value: 'p' },
+        { key: 'hasOwnProperty', value: 'h' },
+      ],
+    });
+    expect(info.response).toMatch(/^250 /);
+    const [row] = await events(hook.id);
+    const headers = JSON.parse(row.body.toString()).headers;
+    expect(Object.getOwnPropertyDescriptor(headers, 'constructor')?.value).toBe('c');
+    expect(Object.getOwnPropertyDescriptor(headers, 'tostring')?.value).toBe('t1');
+    expect(Object.getOwnPropertyDescriptor(headers, '__proto__')?.value).toBe('p');
+    expect(Object.getOwnPropertyDescriptor(headers, 'hasownproperty')?.value).toBe('h');
+  });
+
+  it('stores an 8-bit attachment content type as application/octet-stream, and serves it', async () => {
+    const hook = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    const raw = [
+      'From: a@x.test',
+      `To: ${hook.publicId}@${DOMAIN}`,
+      'Subject: odd type',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="B"',
+      '',
+      '--B',
+      'Content-Type: text/plain',
+      '',
+      'body',
+      '--B',
+      'Content-Type: application/x-€; name="a.bin"',
+      'Content-Disposition: attachment; filename="a.bin"',
+      '',
+      'content',
+      '--B--',
+      '',
+    ].join('\r\n');
+    const info = await transport().sendMail({ envelope: { from: 'a@x.test', to: [`${hook.publicId}@${DOMAIN}`] }, raw: Buffer.from(raw, 'utf8') });
+    expect(info.response).toMatch(/^250 /);
+    const [row] = await events(hook.id);
+    const [att] = JSON.parse(row.body.toString()).attachments;
+    expect(att.contentType).toBe('application/octet-stream');
+    const got = await fetch(`${app.url}/v1/files/${att.fileRef.id}`, { headers: { authorization: `Bearer ${starter.apiKey}` } });
+    expect(got.status).toBe(200);
+    expect(got.headers.get('content-type')).toBe('application/octet-stream');
+    expect((await got.text()).trim()).toBe('content');
+  });
+
+  it('leaves no orphan content when only some attachments fit the quota room', async () => {
+    const ent = await app.project('enterprise');
+    await setProjectQuota(app.rt, ent.projectId, 'file_storage_bytes', '1500');
+    const hook = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const info = await transport().sendMail({
+      from: 'a@x.test',
+      to: `${hook.publicId}@${DOMAIN}`,
+      subject: 'room',
+      text: 't',
+      attachments: [
+        { filename: 'fits.bin', content: Buffer.alloc(1000, 1) },
+        { filename: 'no-room.bin', content: Buffer.alloc(1000, 2) },
+        { filename: 'no-room-2.bin', content: Buffer.alloc(900, 2) },
+      ],
+    });
+    expect(info.response).toMatch(/^250 /);
+    const { rows } = await db().query('SELECT id FROM files WHERE webhook_id = $1', [hook.id]);
+    expect(rows).toHaveLength(1);
+    await waitFor(async () => filesOf(ent.projectId).length === 1, 5_000);
+    expect(filesOf(ent.projectId)).toEqual([rows[0].id]);
+  });
+
+  it('answers 250 only when every recipient is stored: a recipient refused at DATA stores nothing for any', async () => {
+    const a = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    const b = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    const s = await session();
+    try {
+      expect(await s.send('EHLO client.test')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test>')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${a.publicId}@${DOMAIN}>`)).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${b.publicId}@${DOMAIN}>`)).toMatch(/^250 /);
+      // b is paused between RCPT and DATA.
+      expect((await app.api(starter.apiKey, 'POST', `/v1/webhooks/${b.id}/pause`)).status).toBe(200);
+      expect(await s.send('DATA')).toMatch(/^354 /);
+      const reply = await s.send('Subject: both\r\n\r\nhello\r\n.');
+      expect(reply).toMatch(/^4\d\d /);
+    } finally {
+      s.close();
+    }
+    expect(await events(a.id)).toHaveLength(0);
+    expect(await events(b.id)).toHaveLength(0);
+  });
+
+  it('answers a webhook that changed during the request with a temporary 451, bad input with 554', async () => {
+    const { smtpRefusal } = await import('../src/ingest/email-ingest.ts');
+    const { InvalidRequest, InvalidState, PayloadTooLarge } = await import('../src/errors.ts');
+    expect(smtpRefusal(new InvalidState('the webhook kept changing')).responseCode).toBe(451);
+    expect(smtpRefusal(new InvalidRequest('bad')).responseCode).toBe(554);
+    expect(smtpRefusal(new PayloadTooLarge(10)).responseCode).toBe(552);
+  });
+
+  it('bounds the connections at once (maxClients): the one over is refused with 421', async () => {
+    const { EMAIL_LIMITS } = await import('../src/ingest/email-ingest.ts');
+    const sockets: net.Socket[] = [];
+    try {
+      const greeted = (s: net.Socket) => new Promise<string>((r) => { s.once('data', (d) => r(d.toString())); s.once('close', () => r('closed')); setTimeout(() => r('timeout'), 10_000); });
+      for (let i = 0; i < EMAIL_LIMITS.clients; i++) {
+        const s = net.connect(app.smtp!.port, '127.0.0.1');
+        sockets.push(s);
+      }
+      const greetings = await Promise.all(sockets.map(greeted));
+      expect(greetings.every((g) => g.startsWith('220'))).toBe(true);
+      const extra = net.connect(app.smtp!.port, '127.0.0.1');
+      sockets.push(extra);
+      expect(await greeted(extra)).toMatch(/^421/);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+});
+
+describe('email ingest: the raw message is the retained source', () => {
+  it('keeps the raw message byte for byte beside the envelope: DLQ export sourceBase64, usage envelope+raw, purged by retention', async () => {
+    const { readUsage } = await import('../src/projects/usage.ts');
+    const { runRetention } = await import('../src/retention/run.ts');
+    const { projectId, apiKey } = await app.project('starter');
+    const hook = await createWebhook(app, apiKey, { url: receiver.url });
+    const raw = Buffer.from(
+      [
+        'From: Ana <a@x.test>',
+        `To: ${hook.publicId}@${DOMAIN}`,
+        'Subject: =?UTF-8?B?w6nDqQ==?=',
+        'Message-ID: <raw-1@x.test>',
+        'X-Odd:   spaced  ',
+        'Content-Type: text/plain; charset=utf-8',
+        'Content-Transfer-Encoding: 8bit',
+        '',
+        'h\u00e9llo',
+        '',
+        '',
+      ].join('\r\n'),
+      'utf8',
+    );
+    const before = (await readUsage(app.rt, projectId)).stored_payload_bytes;
+    const info = await transport().sendMail({ envelope: { from: 'a@x.test', to: [`${hook.publicId}@${DOMAIN}`] }, raw });
+    expect(info.response).toMatch(/^250 /);
+    const { rows } = await db().query('SELECT e.id, e.body, e.source_body, e.source_content_type, d.id AS delivery_id FROM events e JOIN deliveries d ON d.event_id = e.id WHERE e.webhook_id = $1', [hook.id]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].source_content_type).toBe('message/rfc822');
+    expect(Buffer.compare(rows[0].source_body, raw)).toBe(0);
+    // The delivered body stays the envelope.
+    expect(JSON.parse(rows[0].body.toString())).toMatchObject({ type: 'email.received', subject: 'éé' });
+    expect((await readUsage(app.rt, projectId)).stored_payload_bytes).toBe(before + rows[0].body.length + raw.length);
+
+    await waitFor(async () => (await db().query(`SELECT status FROM deliveries WHERE id = $1`, [rows[0].delivery_id])).rows[0].status === 'succeeded', 10_000);
+    await db().query(`INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason) VALUES ('dlq_' || $1, $2, $3, $1, 'http_500')`, [rows[0].delivery_id, projectId, hook.id]);
+    const exported = await app.api(apiKey, 'GET', `/v1/dlq/export?webhookId=${hook.id}`);
+    expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+    const row = exported.body.items.find((i: any) => i.deliveryId === rows[0].delivery_id);
+    expect(row.sourceContentType).toBe('message/rfc822');
+    expect(Buffer.compare(Buffer.from(row.sourceBase64, 'base64'), raw)).toBe(0);
+    expect(JSON.parse(Buffer.from(row.payloadBase64, 'base64').toString()).type).toBe('email.received');
+
+    // Retention purges the source with the body, and counts both down.
+    const put = await app.api(apiKey, 'PUT', `/v1/webhooks/${hook.id}/quota-overrides`, { payload_retention_seconds: 60 });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    await runRetention(app.rt, { now: new Date(Date.now() + 120_000) });
+    const { rows: after } = await db().query('SELECT body, source_body FROM events WHERE id = $1', [rows[0].id]);
+    expect(after[0]).toEqual({ body: null, source_body: null });
+    expect((await readUsage(app.rt, projectId)).stored_payload_bytes).toBe(before);
+  });
+
+  it('counts the raw message against the stored-bytes quota at DATA: 452 when envelope + raw would not fit', async () => {
+    const ent = await app.project('enterprise');
+    // The envelope alone (about 3.4 KB) fits; with the raw message (about 3.2 KB) it does not.
+    await setProjectQuota(app.rt, ent.projectId, 'stored_payload_bytes', '5000');
+    const hook = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const s = await session();
+    try {
+      expect(await s.send('EHLO client.test')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test>')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${hook.publicId}@${DOMAIN}>`)).toMatch(/^250 /);
+      expect(await s.send('DATA')).toMatch(/^354 /);
+      expect(await s.send(`Subject: big\r\n\r\n${'x'.repeat(3000)}\r\n.`)).toMatch(/^452 /);
+    } finally {
+      s.close();
+    }
+    expect(await events(hook.id)).toHaveLength(0);
+  });
+
+  it('refuses at RCPT with 452 a declared SIZE that would not fit the stored-bytes quota', async () => {
+    const ent = await app.project('enterprise');
+    await setProjectQuota(app.rt, ent.projectId, 'stored_payload_bytes', '10000');
+    const hook = await createWebhook(app, ent.apiKey, { url: receiver.url });
+    const s = await session();
+    try {
+      expect(await s.send('EHLO client.test')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test> SIZE=20000')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${hook.publicId}@${DOMAIN}>`)).toMatch(/^452 /);
+      expect(await s.send('RSET')).toMatch(/^250 /);
+      expect(await s.send('MAIL FROM:<a@x.test> SIZE=2000')).toMatch(/^250 /);
+      expect(await s.send(`RCPT TO:<${hook.publicId}@${DOMAIN}>`)).toMatch(/^250 /);
+    } finally {
+      s.close();
     }
   });
 });

@@ -346,3 +346,156 @@ describe('form ingest', () => {
     expect((await app.api(starter.apiKey, 'GET', `/v1/files/${id}/metadata`)).status).toBe(200);
   });
 });
+
+describe('form ingest: review fixes', () => {
+  const count = async () => Number((await db().query('SELECT count(*) AS n FROM events WHERE webhook_id = $1', [wh.id])).rows[0].n);
+
+  it('refuses a _redirect with CR/LF, spaces or controls with 400 before storing, and sends only the normalized URL', async () => {
+    const n = await count();
+    for (const bad of ['https://example.com/a\r\nset-cookie: x=1', 'https://example.com/\na', 'https://exa mple.com/', 'https://example.com/\u0000', '\thttps://example.com/']) {
+      const res = await post(wh.publicId, new URLSearchParams([['_secret', wh.ingestSecret], ['a', '1'], ['_redirect', bad]]));
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', param: '_redirect' });
+    }
+    expect(await count()).toBe(n);
+    // Non-Latin-1 characters: the answer is the percent-encoded href, never a 500.
+    const intl = await post(wh.publicId, new URLSearchParams([['_secret', wh.ingestSecret], ['a', '1'], ['_redirect', 'https://example.com/merci/€?q=ü']]));
+    expect(intl.status).toBe(303);
+    expect(intl.headers.get('location')).toBe('https://example.com/merci/%E2%82%AC?q=%C3%BC');
+    expect(await count()).toBe(n + 1);
+  });
+
+  it('checks _redirect on the honeypot path too', async () => {
+    const js = await post(wh.publicId, new URLSearchParams([['_honeypot', '1'], ['_redirect', 'javascript:alert(1)']]));
+    expect(js.status).toBe(400);
+    expect(js.headers.get('location')).toBeNull();
+    const ok = await post(wh.publicId, new URLSearchParams([['_honeypot', '1'], ['_redirect', 'https://example.com/x y'.replace(' ', '')]]));
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get('location')).toBe('https://example.com/xy');
+  });
+
+  it('keeps field names such as constructor and toString as plain fields', async () => {
+    const res = await post(
+      wh.publicId,
+      new URLSearchParams([['_secret', wh.ingestSecret], ['constructor', 'c'], ['toString', 't1'], ['toString', 't2'], ['__proto__', 'p'], ['hasOwnProperty', 'h']]),
+    );
+    expect(res.status).toBe(202);
+    const { rows } = await db().query('SELECT body FROM events WHERE id = $1', [res.body.eventId]);
+    const fields = JSON.parse(rows[0].body.toString()).fields;
+    // `__proto__` starts with `_`: a control, never delivered.
+    expect(Object.keys(fields).sort()).toEqual(['constructor', 'hasOwnProperty', 'toString']);
+    expect(fields.constructor).toBe('c');
+    expect(fields.toString).toEqual(['t1', 't2']);
+    expect(fields.hasOwnProperty).toBe('h');
+  });
+
+  it('stops reading a refused signed, chunked upload: 413 with connection: close, then the connection is dropped', async () => {
+    const boundary = 'XYZ';
+    const chunk = Buffer.alloc(256 * 1024, 7);
+    const limit = 120 * 1024 * 1024;
+    const result = await new Promise<{ status: number | null; connection: string | undefined; written: number }>((resolve) => {
+      let written = 0;
+      let status: number | null = null;
+      let connection: string | undefined;
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        req.destroy();
+        resolve({ status, connection, written });
+      };
+      const req = http.request(formUrl(wh.publicId), {
+        method: 'POST',
+        headers: {
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'transfer-encoding': 'chunked',
+          'webhook-id': 'msg_big',
+          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+          'webhook-signature': 'v1,AAAA',
+        },
+      });
+      req.on('response', (res) => {
+        status = res.statusCode ?? null;
+        connection = res.headers.connection;
+        res.resume();
+      });
+      req.on('error', finish);
+      req.on('close', finish);
+      req.socket?.on('close', finish);
+      req.on('socket', (s) => s.on('close', finish));
+      const timer = setTimeout(finish, 20_000);
+      req.on('close', () => clearTimeout(timer));
+      const pump = () => {
+        while (!done && written < limit) {
+          written += chunk.length;
+          if (!req.write(chunk)) return void req.once('drain', pump);
+        }
+        if (!done) req.end();
+      };
+      req.write(`--${boundary}\r\ncontent-disposition: form-data; name="f"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`);
+      pump();
+    });
+    expect(result.status).toBe(413);
+    expect(result.connection).toBe('close');
+    // Dropped soon after the 15 MB file cap, not read to the end.
+    expect(result.written).toBeLessThan(limit);
+  });
+
+  it('serves odd filenames safely, and a stored 8-bit content type as application/octet-stream', async () => {
+    const body = Buffer.concat([
+      Buffer.from('--XYZ\r\ncontent-disposition: form-data; name="f"; filename="r\u00e9sum\u00e9 \\"q\\".txt"\r\ncontent-type: application/x-'),
+      Buffer.from('€', 'utf8'),
+      Buffer.from('\r\n\r\nhello\r\n--XYZ--\r\n'),
+    ]);
+    const res = await fetch(formUrl(wh.publicId), { method: 'POST', headers: { 'x-webhook-secret': wh.ingestSecret, 'content-type': 'multipart/form-data; boundary=XYZ' }, body });
+    expect(res.status).toBe(202);
+    const { eventId } = await res.json();
+    const { rows } = await db().query('SELECT id, content_type, filename FROM files WHERE event_id = $1', [eventId]);
+    // busboy names an unparsable part type text/plain; the email channel is where odd types come in.
+    expect(rows[0].content_type).toMatch(/^[a-z]+\/[a-z.+-]+$/);
+    const { rows: ev } = await db().query('SELECT body FROM events WHERE id = $1', [eventId]);
+    const file = JSON.parse(ev[0].body.toString()).files[0];
+    expect(file.contentType).toBe(rows[0].content_type);
+    for (const get of [() => fetch(`${app.url}/v1/files/${rows[0].id}`, { headers: { authorization: `Bearer ${starter.apiKey}` } }), () => fetch(local(file.fileRef.url))]) {
+      const got = await get();
+      expect(got.status).toBe(200);
+      expect(got.headers.get('content-type')).toBe(rows[0].content_type);
+      const cd = got.headers.get('content-disposition')!;
+      expect(cd).toMatch(/^attachment; filename="[\x20-\x7e]*"; filename\*=UTF-8''/);
+      expect(cd.split('filename="')[1].split('";')[0]).not.toMatch(/["\\]/);
+      expect(decodeURIComponent(cd.split("UTF-8''")[1])).toBe(rows[0].filename);
+      expect(await got.text()).toBe('hello');
+    }
+    // A row stored before the fix (an 8-bit content type): still served, never a 500.
+    await db().query(`UPDATE files SET content_type = 'application/x-€' WHERE id = $1`, [rows[0].id]);
+    const legacy = await fetch(`${app.url}/v1/files/${rows[0].id}`, { headers: { authorization: `Bearer ${starter.apiKey}` } });
+    expect(legacy.status).toBe(200);
+    expect(legacy.headers.get('content-type')).toBe('application/octet-stream');
+    expect(await legacy.text()).toBe('hello');
+  });
+});
+
+describe('file retention follows the current payload retention', () => {
+  it('a tightened quota override purges files already stored (usage down, 410 payload_gone)', async () => {
+    const hook = await createWebhook(app, starter.apiKey, { url: receiver.url });
+    const form = new FormData();
+    form.append('_secret', hook.ingestSecret);
+    form.append('f', new Blob([Buffer.from('retained until tightened')]), 't.txt');
+    const res = await post(hook.publicId, form);
+    expect(res.status).toBe(202);
+    const { rows } = await db().query('SELECT id, storage_key FROM files WHERE event_id = $1', [res.body.eventId]);
+    const before = await fileBytes(starter.projectId);
+    const put = await app.api(starter.apiKey, 'PUT', `/v1/webhooks/${hook.id}/quota-overrides`, { payload_retention_seconds: 60 });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const { runRetention } = await import('../src/retention/run.ts');
+    // Two minutes on: past the tightened retention (60 s), far from the tier's (fixed in expires_at).
+    const report = await runRetention(app.rt, { now: new Date(Date.now() + 120_000) });
+    expect(report.filesPurged).toBeGreaterThanOrEqual(1);
+    const { rows: after } = await db().query('SELECT state FROM files WHERE id = $1', [rows[0].id]);
+    expect(after[0].state).toBe('purged');
+    expect(existsSync(path.join(dataDir, 'files', rows[0].storage_key))).toBe(false);
+    expect(await fileBytes(starter.projectId)).toBe(before - 24);
+    const gone = await fetch(`${app.url}/v1/files/${rows[0].id}`, { headers: { authorization: `Bearer ${starter.apiKey}` } });
+    expect(gone.status).toBe(410);
+  });
+});

@@ -1954,6 +1954,10 @@ export interface components {
             reason: string;
             /** Format: date-time */
             redrivenAt?: string | null;
+            /** @description What the channel received when the payload was built from it (email: the raw message), base64; null when there is none or it is gone. */
+            sourceBase64?: string | null;
+            /** @description The retained source's content type (email: message/rfc822); null when there is none. */
+            sourceContentType?: string | null;
             webhookId: string;
         };
         /** @description The exact hosts Automations’ ctx.fetch may reach; empty: egress blocked. */

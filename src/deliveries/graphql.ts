@@ -94,6 +94,8 @@ interface DlqExportRow {
   redrivenAt: Date | null;
   contentType: string | null;
   payloadBase64: string | null;
+  sourceContentType: string | null;
+  sourceBase64: string | null;
 }
 const DlqExportRowRef = builder.objectRef<DlqExportRow>('DlqExportRow').implement({
   fields: (t) => ({
@@ -108,6 +110,11 @@ const DlqExportRowRef = builder.objectRef<DlqExportRow>('DlqExportRow').implemen
     redrivenAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.redrivenAt }),
     contentType: t.exposeString('contentType', { nullable: true }),
     payloadBase64: t.exposeString('payloadBase64', { nullable: true, description: 'The retained payload, base64; null when it is gone.' }),
+    sourceContentType: t.exposeString('sourceContentType', { nullable: true, description: "The retained source's content type (email: message/rfc822); null when there is none." }),
+    sourceBase64: t.exposeString('sourceBase64', {
+      nullable: true,
+      description: 'What the channel received when the payload was built from it (email: the raw message), base64; null when there is none or it is gone.',
+    }),
   }),
 });
 

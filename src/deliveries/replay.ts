@@ -152,7 +152,7 @@ export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, 
   const ids = result.items.map((e) => e.deliveryId);
   const deliveries = await rt.db.prisma.delivery.findMany({
     where: { id: { in: ids } },
-    select: { id: true, eventId: true, status: true, attempts: true, lastAttempt: true, dispatchBody: true, dispatchContentType: true, event: { select: { body: true, contentType: true } } },
+    select: { id: true, eventId: true, status: true, attempts: true, lastAttempt: true, dispatchBody: true, dispatchContentType: true, event: { select: { body: true, contentType: true, sourceBody: true, sourceContentType: true } } },
   });
   const byId = new Map(deliveries.map((d) => [d.id, d]));
   return {
@@ -172,6 +172,8 @@ export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, 
         redrivenAt: e.redrivenAt,
         contentType: d?.dispatchContentType ?? d?.event.contentType ?? null,
         payloadBase64: body ? Buffer.from(body).toString('base64') : null,
+        sourceContentType: d?.event.sourceBody ? d.event.sourceContentType : null,
+        sourceBase64: d?.event.sourceBody ? Buffer.from(d.event.sourceBody).toString('base64') : null,
       };
     }),
   };

@@ -66,6 +66,19 @@ export function keepsFileContent(project: ProjectQuotaSource): boolean {
   return project.tier !== 'free' && projectQuotas(project).file_storage_bytes > 0;
 }
 
+const TOKEN = "[!#$%&'*+.^_`|~0-9a-z-]+";
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}$`);
+
+/**
+ * A file's content type as stored and served: the `type/subtype` of what the producer named
+ * (lower-case, parameters dropped) when both are HTTP tokens, else `application/octet-stream`
+ * (an 8-bit or odd value would break the header it is served in).
+ */
+export function normalContentType(value: string | null | undefined): string {
+  const type = (value ?? '').split(';')[0].trim().toLowerCase();
+  return type.length <= 255 && MEDIA_TYPE.test(type) ? type : 'application/octet-stream';
+}
+
 export const storageKey = (projectId: string, fileId: string) => `${projectId}/${fileId}`;
 
 /**
@@ -172,16 +185,24 @@ export async function openFile(rt: Runtime, id: string, projectId: string | null
 }
 
 /**
- * Retention: removes the content of files whose payload retention ended (`expires_at` passed),
+ * Retention: removes the content of files whose payload retention ended (`expires_at` passed, or,
+ * with `webhook`, created before the webhook's current payload retention),
  * oldest first in batches: the store first, then the rows are marked `purged` and
  * file_storage_bytes goes down in one statement. Returns how many were purged.
  */
-export async function purgeExpiredFiles(rt: Pick<Runtime, 'db' | 'config'>, opts: { batchSize: number; now: number; deadline: number }): Promise<{ purged: number; complete: boolean }> {
+export async function purgeExpiredFiles(
+  rt: Pick<Runtime, 'db' | 'config'>,
+  opts: { batchSize: number; now: number; deadline: number; webhook?: { id: string; idBefore: string } },
+): Promise<{ purged: number; complete: boolean }> {
   let purged = 0;
   for (;;) {
+    // With `webhook`: that webhook's files created before its CURRENT payload retention's cut-off
+    // (a tightened retention applies to files already in), by the (webhook_id, id) index.
     const { rows } = await rt.db.pool.query<{ id: string; storage_key: string }>(
-      `SELECT id, storage_key FROM files WHERE expires_at <= $1 AND state = 'stored' ORDER BY expires_at LIMIT $2`,
-      [new Date(opts.now), opts.batchSize],
+      opts.webhook
+        ? `SELECT id, storage_key FROM files WHERE webhook_id = $1 AND id < $2 AND state = 'stored' ORDER BY id LIMIT $3`
+        : `SELECT id, storage_key FROM files WHERE expires_at <= $1 AND state = 'stored' ORDER BY expires_at LIMIT $2`,
+      opts.webhook ? [opts.webhook.id, opts.webhook.idBefore, opts.batchSize] : [new Date(opts.now), opts.batchSize],
     );
     if (rows.length === 0) return { purged, complete: true };
     await fileStore(rt.config).delete(rows.map((r) => r.storage_key));

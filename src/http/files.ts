@@ -1,20 +1,31 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { MethodNotAllowed, NotFound } from '../errors.ts';
-import { openFile, verifyFileLink, type FileMetadata } from '../files/service.ts';
+import { normalContentType, openFile, verifyFileLink, type FileMetadata } from '../files/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { sendError } from './respond.ts';
 
-/** `attachment` with the filename: an ASCII fallback and the exact name (RFC 6266 / 5987). */
-function contentDisposition(filename: string): string {
-  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+/**
+ * `attachment` with the filename (RFC 6266 / 5987): an ASCII fallback (anything outside printable
+ * ASCII, quotes and backslashes as `_`) and the exact name as `filename*=UTF-8''…` (lone
+ * surrogates, which have no UTF-8, as U+FFFD).
+ */
+export function contentDisposition(filename: string): string {
+  const name = filename.toWellFormed().replace(/[\u0000-\u001f\u007f]/g, '');
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
 
 /** Streams a file's bytes with its content type and `content-disposition: attachment`. */
 export async function sendFile(rt: Runtime, res: ServerResponse, id: string, projectId: string | null): Promise<void> {
   const { file, body } = await openFile(rt, id, projectId);
-  res.writeHead(200, fileHeaders(file));
+  try {
+    // The headers are built and written before a byte is read; the stream is closed when that fails.
+    res.writeHead(200, fileHeaders(file));
+  } catch (err) {
+    body.destroy();
+    throw err;
+  }
   try {
     await pipeline(body, res);
   } catch {
@@ -25,7 +36,7 @@ export async function sendFile(rt: Runtime, res: ServerResponse, id: string, pro
 
 function fileHeaders(file: FileMetadata): Record<string, string> {
   return {
-    'content-type': file.contentType,
+    'content-type': normalContentType(file.contentType),
     'content-length': String(file.size),
     'content-disposition': contentDisposition(file.filename),
     'x-content-type-options': 'nosniff',

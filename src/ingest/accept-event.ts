@@ -90,7 +90,9 @@ export type InboundEventSource = InboundEvent | ((target: IngestTarget) => Inbou
  * A try that fails stores nothing.
  *
  * `client`: a connection in the caller's transaction (the cron channel fires a tick and plans
- * the next in one transaction); the event then commits with it. Without, on the pool.
+ * the next in one transaction; form and email record files with the event); the event then
+ * commits with it, and the caller wakes the runners (rt.runners.nudge) once it has committed.
+ * Without, on the pool, and the runners are woken here.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   // The channel labels this process's Prometheus series; a source built once the webhook is
@@ -172,6 +174,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
     throw (e as { code?: unknown } | null)?.code === '23503' ? new NotFound('webhook') : e;
   }
   if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
-  rt.runners.nudge();
+  // In the caller's transaction the job is not visible until it commits: the caller nudges then.
+  if (!client) rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }

@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import type { PoolClient } from 'pg';
 import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { inTransaction } from '../db/client.ts';
-import { DomainError, isDatabaseUnavailable, NotFound, QuotaExceeded, WebhookPaused } from '../errors.ts';
-import { discardContent, fileRef, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
+import { DomainError, isDatabaseUnavailable, NotFound, PayloadTooLarge, QuotaExceeded, WebhookPaused } from '../errors.ts';
+import { discardContent, fileRef, normalContentType, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
 import { fileStore } from '../files/store.ts';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
@@ -24,6 +25,8 @@ import { ingestTargets } from './ingest-target-cache.ts';
 export const EMAIL_LIMITS = {
   /** A message (552 above; advertised with SIZE). */
   messageBytes: 60 * 1024 * 1024,
+  /** SMTP connections at once (smtp-server's maxClients; more are refused with 421). */
+  clients: 100,
   /** Recipients per message (452 for more). */
   recipients: 50,
   /** Attachments whose content is kept, per message; the rest are metadata only. */
@@ -43,7 +46,7 @@ function reply(code: number, message: string): Error {
 }
 
 /** Why a webhook would not take a message, as the SMTP reply RCPT or DATA gives. */
-function smtpRefusal(err: unknown): Error {
+export function smtpRefusal(err: unknown): Error & { responseCode?: number } {
   if (err instanceof NotFound) return reply(550, '5.1.1 No such mailbox');
   if (err instanceof WebhookPaused) return reply(450, '4.2.1 Mailbox paused; try again later');
   if (err instanceof QuotaExceeded) {
@@ -51,7 +54,11 @@ function smtpRefusal(err: unknown): Error {
     return storage ? reply(452, `4.3.1 Insufficient storage (${String(err.details.quota)})`) : reply(451, `4.7.0 Quota exceeded (${String(err.details.quota)}); try again later`);
   }
   if (isDatabaseUnavailable(err)) return reply(451, '4.3.0 Temporarily unavailable; try again later');
-  if (err instanceof DomainError && err.status < 500) return reply(554, `5.6.0 ${err.message}`);
+  // Only the message itself being wrong is permanent; any other refusal (the webhook changed
+  // during the request: InvalidState, a conflict) is temporary, for the sender to retry.
+  if (err instanceof PayloadTooLarge) return reply(552, `5.3.4 ${err.message}`);
+  if (err instanceof DomainError && err.status === 400) return reply(554, `5.6.0 ${err.message}`);
+  if (err instanceof DomainError && err.status < 500) return reply(451, `4.3.0 ${err.message}; try again later`);
   log.error({ err }, 'email ingest failed');
   return reply(451, '4.3.0 Local error; try again later');
 }
@@ -70,13 +77,13 @@ const addresses = (a: AddressObject | AddressObject[] | undefined) =>
 
 /** Header values by lower-case name, unfolded; a repeated header becomes an array, in order. */
 function headerMap(mail: ParsedMail): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // No prototype: a header named `constructor` or `__proto__` is kept like any other.
+  const out = Object.create(null) as Record<string, string | string[]>;
   for (const { key, line } of mail.headerLines) {
     const colon = line.indexOf(':');
     const value = (colon === -1 ? '' : line.slice(colon + 1)).replace(/\r?\n[ \t]+/g, ' ').trim();
     const prev = out[key];
-    if (prev === undefined) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-    else out[key] = Array.isArray(prev) ? [...prev, value] : [prev, value];
+    out[key] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
   }
   return out;
 }
@@ -98,7 +105,7 @@ function measure(a: Attachment): MeasuredAttachment {
   return {
     id: newId('file'),
     filename: clean(a.filename, 'attachment'),
-    contentType: clean(a.contentType, 'application/octet-stream'),
+    contentType: normalContentType(a.contentType),
     size: a.content.length,
     sha256: createHash('sha256').update(a.content).digest('hex'),
     contentId: a.contentId ?? null,
@@ -115,105 +122,144 @@ const admitEmail: Admission = (target) => {
 
 interface Mail {
   mailFrom: string;
+  /** The message as received (DATA): the events' retained source. */
+  raw: Buffer;
   parsed: ParsedMail;
   attachments: MeasuredAttachment[];
   receivedAt: Date;
 }
 
+/** One webhook's share of a message: its lookup, its own file ids, and the attachments whose content was written. */
+interface MailForHook {
+  publicId: string;
+  rcptTo: string[];
+  known: IngestTarget;
+  /** The message's attachments with file ids of this webhook's (two webhooks never share a file). */
+  attachments: MeasuredAttachment[];
+  /** Within the per-file and per-message caps, in order: written to the store, kept if they fit the quota. */
+  candidates: MeasuredAttachment[];
+}
+
 /**
- * One message for one webhook: the `email.received` envelope is the event's body (what is
- * delivered, replayed and exported), accepted through acceptEvent like any channel. Where the
- * project keeps file content, the attachments that fit the caps and the file-storage quota are
- * written to the store first and recorded in the event's transaction; the rest are metadata only.
+ * Before the transaction: the webhook's lookup (404 unknown or archived) and, where the project
+ * keeps file content, the attachments within the caps written to the store (`written` lists
+ * their keys, for the caller to remove what is not recorded).
  */
-async function acceptMail(rt: Runtime, publicId: string, rcptTo: string[], mail: Mail): Promise<AcceptedEvent> {
+async function prepareMail(rt: Runtime, publicId: string, rcptTo: string[], mail: Mail, written: string[]): Promise<MailForHook> {
   const { target: known } = await ingestTargets(rt).get(rt, publicId);
   if (!known || known.status === 'archived') throw new NotFound('webhook');
-  const keep = keepsFileContent(known.project);
-  // Candidates for keeping: within the per-file and per-message caps, in order.
+  const attachments = mail.attachments.map((a) => ({ ...a, id: newId('file') }));
   const candidates: MeasuredAttachment[] = [];
-  if (keep) {
+  if (keepsFileContent(known.project)) {
     let total = 0;
-    for (const a of mail.attachments.slice(0, EMAIL_LIMITS.keptAttachments)) {
+    for (const a of attachments.slice(0, EMAIL_LIMITS.keptAttachments)) {
       if (a.size > EMAIL_LIMITS.fileBytes || total + a.size > EMAIL_LIMITS.messageFileBytes) continue;
       total += a.size;
       candidates.push(a);
     }
   }
-  const written: string[] = [];
-  let recorded = false;
-  try {
-    const store = fileStore(rt.config);
-    await Promise.all(
-      candidates.map(async (a) => {
-        const key = storageKey(known.projectId, a.id);
-        written.push(key);
-        await store.put(key, Readable.from([a.content]), a.contentType);
-      }),
-    );
-    const run = async (client?: import('pg').PoolClient) => {
-      // What fits the file-storage quota is kept (under its lock, in this transaction).
-      const room = client && candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
-      const kept = new Set<string>();
-      let left = room;
-      for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
-      let used: IngestTarget | null = null;
-      let keptNow = false;
-      const { parsed } = mail;
-      const build = (target: IngestTarget) => {
-        used = target;
-        keptNow = keepsFileContent(target.project);
-        const now = mail.receivedAt.getTime();
-        const envelope = {
-          type: 'email.received',
-          webhookId: target.webhookId,
-          receivedAt: mail.receivedAt.toISOString(),
-          envelope: { mailFrom: mail.mailFrom, rcptTo },
-          messageId: parsed.messageId ?? null,
-          subject: parsed.subject ?? '',
-          date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
-          from: addresses(parsed.from)[0] ?? null,
-          to: addresses(parsed.to),
-          cc: addresses(parsed.cc),
-          replyTo: addresses(parsed.replyTo),
-          headers: headerMap(parsed),
-          text: parsed.text ?? '',
-          html: typeof parsed.html === 'string' ? parsed.html : null,
-          attachments: mail.attachments.slice(0, EMAIL_LIMITS.listedAttachments).map((a) => ({
-            filename: a.filename,
-            contentType: a.contentType,
-            size: a.size,
-            sha256: a.sha256,
-            contentId: a.contentId,
-            disposition: a.disposition,
-            ...(keptNow && kept.has(a.id) ? { fileRef: fileRef(rt.config, a.id, now) } : {}),
-          })),
-        };
-        let body = Buffer.from(JSON.stringify(envelope));
-        if (body.length > INGEST_BODY_LIMIT) {
-          // A huge text or html part: the envelope keeps the first part of each (the raw message is not delivered).
-          const cut = Math.floor(INGEST_BODY_LIMIT / 4);
-          body = Buffer.from(JSON.stringify({ ...envelope, text: envelope.text.slice(0, cut), html: envelope.html?.slice(0, cut) ?? null, truncated: true }));
-        }
-        return { channel: 'email' as const, method: 'POST', path: '/', query: {}, headers: { 'content-type': 'application/json' }, contentType: 'application/json', body };
-      };
-      const accepted = await acceptEvent(rt, publicId, build, admitEmail, client);
-      if (client && accepted.status !== 'duplicate' && keptNow && kept.size > 0) {
-        const target = used!;
-        const files: NewFile[] = candidates
-          .filter((a) => kept.has(a.id))
-          .map((a) => ({ id: a.id, field: 'attachment', filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, storageKey: storageKey(known.projectId, a.id) }));
-        const expiresAt = new Date(mail.receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
-        await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt }, files, { roomChecked: true });
-        return { accepted, recorded: true };
-      }
-      return { accepted, recorded: false };
+  const store = fileStore(rt.config);
+  await Promise.all(
+    candidates.map(async (a) => {
+      const key = storageKey(known.projectId, a.id);
+      written.push(key);
+      await store.put(key, Readable.from([a.content]), a.contentType);
+    }),
+  );
+  return { publicId, rcptTo, known, attachments, candidates };
+}
+
+/**
+ * One message for one webhook, in the caller's transaction: the `email.received` envelope is the
+ * event's body (what is delivered, replayed and exported), accepted through acceptEvent like any
+ * channel. The written attachments that fit the file-storage quota are recorded with the event;
+ * the rest are metadata only. Returns the event and the storage keys it keeps.
+ */
+async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: PoolClient): Promise<{ accepted: AcceptedEvent; keptKeys: string[] }> {
+  const { known, candidates, publicId, rcptTo } = hook;
+  // What fits the file-storage quota is kept (under its lock, in this transaction).
+  const room = candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
+  const kept = new Set<string>();
+  let left = room;
+  for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
+  let used: IngestTarget | null = null;
+  let keptNow = false;
+  const { parsed } = mail;
+  const build = (target: IngestTarget) => {
+    used = target;
+    keptNow = keepsFileContent(target.project) && target.projectId === known.projectId;
+    const now = mail.receivedAt.getTime();
+    const envelope = {
+      type: 'email.received',
+      webhookId: target.webhookId,
+      receivedAt: mail.receivedAt.toISOString(),
+      envelope: { mailFrom: mail.mailFrom, rcptTo },
+      messageId: parsed.messageId ?? null,
+      subject: parsed.subject ?? '',
+      date: parsed.date && !Number.isNaN(parsed.date.getTime()) ? parsed.date.toISOString() : null,
+      from: addresses(parsed.from)[0] ?? null,
+      to: addresses(parsed.to),
+      cc: addresses(parsed.cc),
+      replyTo: addresses(parsed.replyTo),
+      headers: headerMap(parsed),
+      text: parsed.text ?? '',
+      html: typeof parsed.html === 'string' ? parsed.html : null,
+      attachments: hook.attachments.slice(0, EMAIL_LIMITS.listedAttachments).map((a) => ({
+        filename: a.filename,
+        contentType: a.contentType,
+        size: a.size,
+        sha256: a.sha256,
+        contentId: a.contentId,
+        disposition: a.disposition,
+        ...(keptNow && kept.has(a.id) ? { fileRef: fileRef(rt.config, a.id, now) } : {}),
+      })),
     };
-    const out = candidates.length ? await inTransaction(rt.db.pool, (client) => run(client)) : await run();
-    recorded = out.recorded;
-    return out.accepted;
+    let body = Buffer.from(JSON.stringify(envelope));
+    if (body.length > INGEST_BODY_LIMIT) {
+      // A huge text or html part: the envelope keeps the first part of each (the raw message is the source).
+      const cut = Math.floor(INGEST_BODY_LIMIT / 4);
+      body = Buffer.from(JSON.stringify({ ...envelope, text: envelope.text.slice(0, cut), html: envelope.html?.slice(0, cut) ?? null, truncated: true }));
+    }
+    return { channel: 'email' as const, method: 'POST', path: '/', query: {}, headers: { 'content-type': 'application/json' }, contentType: 'application/json', body, source: { body: mail.raw, contentType: 'message/rfc822' } };
+  };
+  const accepted = await acceptEvent(rt, publicId, build, admitEmail, client);
+  if (accepted.status === 'duplicate' || !keptNow || kept.size === 0) return { accepted, keptKeys: [] };
+  const target = used!;
+  const files: NewFile[] = candidates
+    .filter((a) => kept.has(a.id))
+    .map((a) => ({ id: a.id, field: 'attachment', filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, storageKey: storageKey(known.projectId, a.id) }));
+  const expiresAt = new Date(mail.receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
+  await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt }, files, { roomChecked: true });
+  return { accepted, keptKeys: files.map((f) => f.storageKey) };
+}
+
+/**
+ * A message for all its webhooks, all or nothing: every recipient's event (and kept files) is
+ * written in ONE transaction, so `250` covers every RCPT and a refusal stores nothing for any.
+ * Attachment content written but not recorded (refused, or over the quota's room) is removed.
+ */
+async function acceptMessage(rt: Runtime, byHook: Map<string, string[]>, mail: Mail): Promise<AcceptedEvent[]> {
+  const written: string[] = [];
+  const keep = new Set<string>();
+  let committed = false;
+  try {
+    const hooks: MailForHook[] = [];
+    for (const [publicId, rcpt] of byHook) hooks.push(await prepareMail(rt, publicId, rcpt, mail, written));
+    const accepted = await inTransaction(rt.db.pool, async (client) => {
+      const out: AcceptedEvent[] = [];
+      for (const hook of hooks) {
+        const r = await recordMail(rt, hook, mail, client);
+        out.push(r.accepted);
+        for (const k of r.keptKeys) keep.add(k);
+      }
+      return out;
+    });
+    committed = true;
+    // After the commit: the delivery jobs are there to be picked up.
+    rt.runners.nudge();
+    return accepted;
   } finally {
-    if (!recorded) await discardContent(rt.config, written);
+    await discardContent(rt.config, committed ? written.filter((k) => !keep.has(k)) : written);
   }
 }
 
@@ -243,6 +289,8 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
     closeTimeout: 5_000,
     logger: false,
     disableReverseLookup: true,
+    // Each client may buffer one message (up to 60 MB) in DATA: this bounds the memory it can take.
+    maxClients: EMAIL_LIMITS.clients,
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       void (async () => {
         const publicId = recipientPublicId(address.address, config.EMAIL_DOMAIN);
@@ -252,7 +300,10 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
           const { target } = await ingestTargets(rt).get(rt, publicId);
           if (!target || target.status === 'archived') throw new NotFound('webhook');
           if (target.status === 'paused') throw new WebhookPaused();
-          const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides });
+          // The raw message is stored with the event: a declared SIZE that would not fit the stored-bytes quota is refused now (452).
+          const args = session.envelope.mailFrom ? (session.envelope.mailFrom.args as Record<string, string> | false) : false;
+          const declared = args ? Number(args.SIZE) || 0 : 0;
+          const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides }, { bytes: declared });
           if (refusing) throw new QuotaExceeded({ quota: refusing, scope: 'project', limit: 0, current: 0, delta: 1 });
           callback();
         } catch (err) {
@@ -275,11 +326,13 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
           return callback(reply(451, '4.4.2 Connection lost during DATA'));
         }
         if (stream.sizeExceeded || size > EMAIL_LIMITS.messageBytes) return callback(reply(552, `5.3.4 Message over ${EMAIL_LIMITS.messageBytes} bytes`));
+        const raw = Buffer.concat(chunks);
+        chunks.length = 0;
         let parsed: ParsedMail;
         try {
           // maxChildNodes: mailparser's splitter option (not in its types), 1000 parts by default.
           const options = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, maxChildNodes: EMAIL_LIMITS.mimeParts };
-          parsed = await simpleParser(Buffer.concat(chunks), options as Parameters<typeof simpleParser>[1]);
+          parsed = await simpleParser(raw, options as Parameters<typeof simpleParser>[1]);
         } catch (err) {
           return callback(reply(554, `5.6.0 The message cannot be parsed: ${(err as Error).message}`));
         }
@@ -290,16 +343,13 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
           if (id) byHook.set(id, [...(byHook.get(id) ?? []), r.address]);
         }
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        const mail: Mail = { mailFrom, parsed, attachments: parsed.attachments.map(measure), receivedAt };
-        const results = await Promise.allSettled([...byHook].map(([publicId, rcpt]) => acceptMail(rt, publicId, rcpt, mail)));
-        const stored = results.filter((r): r is PromiseFulfilledResult<AcceptedEvent> => r.status === 'fulfilled').map((r) => r.value.eventId);
-        const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-        if (failed.length === 0) return callback(null, `2.0.0 Stored as ${stored.join(' ')}`);
-        if (stored.length === 0) return callback(smtpRefusal(failed[0].reason));
-        // Some recipients stored, some not: the message is taken (a retry would store it twice for
-        // the others); the refused ones are logged.
-        log.warn({ stored, refused: failed.map((f) => (f.reason as Error).message) }, 'email accepted for some recipients only');
-        callback(null, `2.0.0 Stored as ${stored.join(' ')}; ${failed.length} recipient(s) refused`);
+        const mail: Mail = { mailFrom, parsed, raw, attachments: parsed.attachments.map(measure), receivedAt };
+        try {
+          const accepted = await acceptMessage(rt, byHook, mail);
+          callback(null, `2.0.0 Stored as ${accepted.map((a) => a.eventId).join(' ')}`);
+        } catch (err) {
+          callback(smtpRefusal(err));
+        }
       })();
     },
   });

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { inTransaction } from '../db/client.ts';
 import { InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../errors.ts';
-import { discardContent, fileRef, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
+import { discardContent, fileRef, normalContentType, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
 import { FileTooLarge, fileStore, measuring, type Measured } from '../files/store.ts';
 import { mediaType } from '../http/body.ts';
 import { sendError, sendJson } from '../http/respond.ts';
@@ -35,6 +35,9 @@ export const FORM_LIMITS = {
   fieldBytes: 8 * 1024 * 1024,
 } as const;
 
+/** The whole request (fields, files and multipart framing), counted as it is read: 413 above. */
+export const FORM_REQUEST_BYTES = FORM_LIMITS.postFileBytes + FORM_LIMITS.fieldBytes + 1024 * 1024;
+
 const PREFIX = '/f/';
 const FORM_TYPES = new Set(['multipart/form-data', 'application/x-www-form-urlencoded']);
 
@@ -49,6 +52,7 @@ interface ParsedFile {
 }
 
 interface ParsedForm {
+  /** Own keys only (no prototype): `constructor` or `__proto__` is a field like any other. */
   fields: Record<string, string | string[]>;
   secret?: string;
   redirect?: string;
@@ -84,9 +88,18 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
       reject(new InvalidRequest(`The form body cannot be read: ${(err as Error).message}.`));
       return;
     }
-    const form: ParsedForm = { fields: {}, files: [], raw: Buffer.alloc(0) };
+    const form: ParsedForm = { fields: Object.create(null) as Record<string, string | string[]>, files: [], raw: Buffer.alloc(0) };
     const raw: Buffer[] = [];
-    if (hasStandardSignature(req.headers)) req.on('data', (c: Buffer) => raw.push(c));
+    const keepRaw = hasStandardSignature(req.headers);
+    let readBytes = 0;
+    // Every byte read is counted (chunked posts have no content-length); a signed post's bytes
+    // are kept for the signature, up to the same cap.
+    const onData = (c: Buffer) => {
+      readBytes += c.length;
+      if (readBytes > FORM_REQUEST_BYTES) return fail(tooLarge('The post', FORM_REQUEST_BYTES));
+      if (keepRaw) raw.push(c);
+    };
+    req.on('data', onData);
     const uploads: Promise<unknown>[] = [];
     const active = new Set<NodeJS.ReadableStream & { destroy(err?: Error): void }>();
     let fieldBytes = 0;
@@ -96,9 +109,11 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
     const fail = (err: Error) => {
       if (failed) return;
       failed = true;
+      req.off('data', onData);
       req.unpipe(bb);
-      // The rest of the upload is read and dropped (not buffered), so the answer reaches the client.
-      req.resume();
+      raw.length = 0;
+      // Nothing more is read: the caller answers with `connection: close` and then drops the connection.
+      req.pause();
       for (const s of active) s.destroy(err);
       void Promise.allSettled(uploads).then(() => reject(err));
     };
@@ -115,8 +130,7 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
         return;
       }
       const prev = form.fields[name];
-      if (prev === undefined) Object.defineProperty(form.fields, name, { value, enumerable: true, writable: true, configurable: true });
-      else form.fields[name] = Array.isArray(prev) ? [...prev, value] : [prev, value];
+      form.fields[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
     });
     bb.on('file', (name, stream, info) => {
       if (failed || name.startsWith('_')) {
@@ -124,7 +138,7 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
         return;
       }
       const id = newId('file');
-      const contentType = (info.mimeType || 'application/octet-stream').slice(0, 255);
+      const contentType = normalContentType(info.mimeType);
       const { transform, measured } = measuring(FORM_LIMITS.fileBytes, (n) => ((fileBytes += n) > FORM_LIMITS.postFileBytes ? new FileTooLarge(FORM_LIMITS.postFileBytes) : null));
       const key = keep ? storageKey(keep.projectId, id) : null;
       form.files.push({ id, field: name, filename: cleanName(info.filename), contentType, key, measured });
@@ -166,23 +180,28 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
   });
 }
 
-/** `_redirect` must be an absolute http(s) URL (never `javascript:` or the like). */
-function checkRedirect(redirect: string | undefined): void {
-  if (redirect === undefined || redirect === '') return;
+/**
+ * `_redirect` must be an absolute http(s) URL (never `javascript:` or the like), without control
+ * characters or spaces (which `new URL()` would silently drop). Returns the normalized URL
+ * (`url.href`: ASCII, percent-encoded), the only value ever sent as `location`; null when none.
+ */
+export function checkRedirect(redirect: string | undefined): string | null {
+  if (redirect === undefined || redirect === '') return null;
   let url: URL | null = null;
   try {
-    url = new URL(redirect);
+    url = /[\u0000-\u0020\u007f-\u009f]/.test(redirect) ? null : new URL(redirect);
   } catch {
     url = null;
   }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || redirect.length > 2048) {
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || redirect.length > 2048 || url.href.length > 4096) {
     throw new InvalidRequest('_redirect must be an absolute http or https URL.', '_redirect');
   }
+  return url.href;
 }
 
-function answer(res: ServerResponse, form: ParsedForm, accepted: AcceptedEvent) {
-  if (form.redirect) {
-    res.writeHead(303, { location: form.redirect, 'content-length': '0' });
+function answer(res: ServerResponse, location: string | null, accepted: AcceptedEvent) {
+  if (location) {
+    res.writeHead(303, { location, 'content-length': '0' });
     res.end();
   } else sendJson(res, 202, accepted);
 }
@@ -206,7 +225,7 @@ export function createFormIngestHandler(rt: Runtime) {
       const type = mediaType(req.headers['content-type']);
       if (!FORM_TYPES.has(type)) throw new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.');
       const declared = Number(req.headers['content-length']);
-      if (Number.isFinite(declared) && declared > FORM_LIMITS.postFileBytes + FORM_LIMITS.fieldBytes + 1024 * 1024) throw new PayloadTooLarge(FORM_LIMITS.postFileBytes);
+      if (Number.isFinite(declared) && declared > FORM_REQUEST_BYTES) throw new PayloadTooLarge(FORM_REQUEST_BYTES);
       // The webhook as this process knows it: an unknown one is refused before the upload is read,
       // and a project that keeps no file content (Free) has its files measured, never written.
       const { target: known } = await ingestTargets(rt).get(rt, publicId);
@@ -216,9 +235,10 @@ export function createFormIngestHandler(rt: Runtime) {
       const receivedAt = new Date();
       const form = await parseForm(req, keep, written);
       if (form.honeypot) {
-        // A bot: answered as an accepted post, nothing stored or delivered.
-        return answer(res, form, { eventId: newId('evt'), deliveryId: newId('del'), status: 'queued' });
+        // A bot: answered as an accepted post, nothing stored or delivered (a bad _redirect is still 400).
+        return answer(res, checkRedirect(form.redirect), { eventId: newId('evt'), deliveryId: newId('del'), status: 'queued' });
       }
+      let location: string | null = null;
       const headers = eventHeaders(req.headers);
       const query = eventQuery(url.searchParams);
       let used: IngestTarget | null = null;
@@ -241,7 +261,7 @@ export function createFormIngestHandler(rt: Runtime) {
         if (body.length > INGEST_BODY_LIMIT) throw new PayloadTooLarge(INGEST_BODY_LIMIT);
         return { channel: 'form' as const, method: 'POST', path: '/', query, headers, contentType: 'application/json', body };
       };
-      const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, { fieldSecret: form.secret, validate: () => checkRedirect(form.redirect) });
+      const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, { fieldSecret: form.secret, validate: () => void (location = checkRedirect(form.redirect)) });
       let accepted: AcceptedEvent;
       let kept = false;
       if (written.length === 0) accepted = await acceptEvent(rt, publicId, build, admit);
@@ -259,10 +279,17 @@ export function createFormIngestHandler(rt: Runtime) {
           return a;
         });
         recorded = kept;
+        // After the commit: the delivery job is there to be picked up.
+        if (accepted.status !== 'duplicate') rt.runners.nudge();
       }
-      answer(res, form, accepted);
+      answer(res, location, accepted);
     } catch (err) {
-      if (!req.readableEnded) req.resume();
+      if (!req.readableEnded) {
+        // The rest of the upload is neither read nor buffered: the answer goes out, then the connection is dropped.
+        if (!res.headersSent) res.setHeader('connection', 'close');
+        res.once('finish', () => req.destroy());
+        res.once('close', () => req.destroy());
+      }
       sendError(res, err);
     } finally {
       if (!recorded) await discardContent(rt.config, written);

@@ -10,6 +10,12 @@ export interface InboundEvent extends Omit<EventContext, 'channel' | 'body'> {
   channel: 'http' | 'form' | 'email' | 'cron';
   /** Credentials already removed from `headers`. The bytes as received. */
   body: Buffer;
+  /**
+   * What the channel received when `body` is built from it (email: the raw message, while `body`
+   * is the `email.received` envelope). Kept with the event as its retained source and counted in
+   * stored_payload_bytes; never delivered.
+   */
+  source?: { body: Buffer; contentType: string };
 }
 
 /**

@@ -26,7 +26,9 @@ export class StaleIngestTarget extends Error {
 }
 
 /** The event row's columns, each bound as the statement parameter `event_<column>`. */
-const EVENT_COLUMNS = ['id', 'project_id', 'webhook_id', 'channel', 'method', 'path', 'query', 'headers', 'content_type', 'body', 'body_size', 'payload_expires_at'] as const;
+const EVENT_COLUMNS = ['id', 'project_id', 'webhook_id', 'channel', 'method', 'path', 'query', 'headers', 'content_type', 'body', 'body_size', 'source_body', 'source_content_type', 'payload_expires_at'] as const;
+/** Casts for columns whose value may be null (nothing else in the statement types the parameter). */
+const EVENT_CASTS: Partial<Record<(typeof EVENT_COLUMNS)[number], string>> = { source_body: 'bytea', source_content_type: 'text' };
 /** The name of the event insert, which later parts of the statement read (delivery, rate-window hit). */
 const STORED = 'stored';
 
@@ -44,7 +46,7 @@ const NOW_UTC = "(now() AT TIME ZONE 'UTC')";
  * expired claim is taken over), and the event is written only when the claim is this request's.
  */
 function eventInsert(p: NamedParams, source?: { from: string; where: string }, dedupe = false): string {
-  const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`)).join(', ');
+  const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`, EVENT_CASTS[c])).join(', ');
   const webhookId = p.$('event_webhook_id');
   const version = p.$('event_config_version', 'int');
   const webhookActive = `EXISTS (SELECT 1 FROM webhooks WHERE id = ${webhookId} AND status = 'active' AND (${version} IS NULL OR config_version = ${version}))`;
@@ -153,6 +155,8 @@ function eventValues(e: NewEvent): Record<string, unknown> {
     event_content_type: e.contentType,
     event_body: e.body,
     event_body_size: e.body.length,
+    event_source_body: e.source?.body ?? null,
+    event_source_content_type: e.source?.contentType ?? null,
     event_payload_expires_at: e.payloadExpiresAt,
     event_config_version: e.configVersion,
   };
@@ -187,7 +191,8 @@ export async function storeEvent(
   delivery?: IngestDelivery,
   dedupe?: IngestDedupe,
 ): Promise<DuplicateOf | null> {
-  const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length, ingestRate: countsTowardIngestRate(event.channel) });
+  // stored_payload_bytes grows by the body and the kept source (the usage triggers count both).
+  const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length + (event.source?.body.length ?? 0), ingestRate: countsTowardIngestRate(event.channel) });
   const dedupeValues = dedupe && delivery ? { dedupe_key: dedupe.key, dedupe_delivery_id: delivery.id, dedupe_window_seconds: dedupe.windowSeconds } : null;
   const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues };
   const chosen = dedupeValues

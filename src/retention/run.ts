@@ -13,7 +13,7 @@ import type { Runtime } from '../runtime.ts';
  * Per webhook, with its effective limits:
  *   - history: finished deliveries (with their attempts, by cascade, and DLQ entries) created
  *     before it; then events that have no delivery left;
- *   - payload: event bodies (`payload_purged_at` marks them) and dispatch snapshots
+ *   - payload: event bodies and sources (email's raw message; `payload_purged_at` marks them) and dispatch snapshots
  *     (`dispatch_purged_at`) of finished deliveries; a replay or re-drive then answers 409
  *     `payload_gone`.
  * Per project (history, project limits): replay jobs that are done, audit-log rows, DLQ entries
@@ -161,8 +161,8 @@ WITH batch AS (
   SELECT e.id, EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status IN ${ACTIVE}) AS busy
     FROM events e WHERE e.webhook_id = $1 AND e.id >= $2 AND e.id < $3 ORDER BY e.id LIMIT $4
 ), purged AS (
-  UPDATE events e SET body = NULL, payload_purged_at = now() FROM batch
-   WHERE e.id = batch.id AND NOT batch.busy AND e.body IS NOT NULL RETURNING 1
+  UPDATE events e SET body = NULL, source_body = NULL, payload_purged_at = now() FROM batch
+   WHERE e.id = batch.id AND NOT batch.busy AND (e.body IS NOT NULL OR e.source_body IS NOT NULL) RETURNING 1
 )
 SELECT (SELECT count(*) FROM purged) AS purged, (SELECT count(*) FROM batch) AS n,
        (SELECT min(id) FROM batch WHERE busy) AS first_busy, (SELECT max(id) FROM batch) AS last`;
@@ -259,6 +259,11 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
       report.rollupsDeleted += await drain(db, s, report, DELETE_ROLLUPS, [w.id, new Date(history)]);
       report.payloadsPurged += await cursorWalk(db, s, report, w.id, 'payload', idBefore('evt', payload));
       report.dispatchesPurged += await cursorWalk(db, s, report, w.id, 'dispatch', idBefore('del', payload));
+      // Files of this webhook older than its payload retention as it is NOW (expires_at was fixed
+      // at ingest; quota overrides may have tightened it since).
+      const tightened = await purgeExpiredFiles({ db: rt.db, config: rt.config ?? processConfig }, { batchSize: s.batchSize, now: s.now, deadline: s.deadline, webhook: { id: w.id, idBefore: idBefore('file', payload) } });
+      report.filesPurged += tightened.purged;
+      if (!tightened.complete) report.complete = false;
       if (Date.now() > s.deadline) {
         report.complete = false;
         return;

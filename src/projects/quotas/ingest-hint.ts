@@ -8,7 +8,7 @@ import { enforcing, overageActive, projectQuotas, webhookOverrides, webhookQuota
  * the message comes). The ingest statement still decides (storeEvent); this only spares a sender
  * a message that cannot be taken. Null when none, or when QUOTA_ENFORCEMENT is off.
  */
-export async function ingestRefusalHint(rt: Pick<Runtime, 'config' | 'db'>, project: ProjectQuotaSource, webhook: WebhookQuotaSource): Promise<QuotaName | null> {
+export async function ingestRefusalHint(rt: Pick<Runtime, 'config' | 'db'>, project: ProjectQuotaSource, webhook: WebhookQuotaSource, opts: { bytes?: number } = {}): Promise<QuotaName | null> {
   if (!enforcing(rt)) return null;
   const { rows } = await rt.db.pool.query<{ metric: string; webhook: boolean; value: string }>({
     name: 'ingest_refusal_hint',
@@ -25,7 +25,10 @@ export async function ingestRefusalHint(rt: Pick<Runtime, 'config' | 'db'>, proj
   const overrides = webhookOverrides(webhook);
   if (!overageActive(project) && used('deliveries', false) >= pq.monthly_deliveries) return 'monthly_deliveries';
   if (used('backlog_depth', false) >= pq.backlog_depth || (overrides.backlog_depth !== undefined && used('backlog_depth', true) >= wq.backlog_depth)) return 'backlog_depth';
-  if (used('stored_payload_bytes', false) >= pq.stored_payload_bytes || (overrides.stored_payload_bytes !== undefined && used('stored_payload_bytes', true) >= wq.stored_payload_bytes)) {
+  // `bytes`: what the ingest would store, when known ahead (a mail's declared SIZE): refused when it would not fit.
+  const bytes = Math.max(0, Math.floor(opts.bytes ?? 0));
+  const full = (usedNow: number, limit: number) => (bytes > 0 ? usedNow + bytes > limit : usedNow >= limit);
+  if (full(used('stored_payload_bytes', false), pq.stored_payload_bytes) || (overrides.stored_payload_bytes !== undefined && full(used('stored_payload_bytes', true), wq.stored_payload_bytes))) {
     return 'stored_payload_bytes';
   }
   return null;
