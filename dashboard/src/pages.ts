@@ -15,6 +15,7 @@ export const PAGES: PageDef[] = [
   { path: '/webhooks/:id', load: () => import('./pages/webhook.tsx') },
   { path: '/deliveries', nav: 'Deliveries', load: () => import('./pages/deliveries.tsx') },
   { path: '/deliveries/:id', load: () => import('./pages/delivery.tsx') },
+  { path: '/metrics', nav: 'Metrics', load: () => import('./pages/metrics.tsx') },
   { path: '/dlq', nav: 'Dead-letter queue', load: () => import('./pages/dlq.tsx') },
   { path: '/schedules', nav: 'Schedules', load: () => import('./pages/schedules.tsx') },
   { path: '/providers', nav: 'Provider packs', load: () => import('./pages/providers.tsx') },
