@@ -135,6 +135,16 @@ const STATUS_TONE: Record<string, string> = {
   redriven: 'muted',
   failed: 'bad',
   revoked: 'bad',
+  disabled: 'warn',
+  ok: 'ok',
+  sent: 'ok',
+  resolved: 'ok',
+  firing: 'bad',
+  error: 'bad',
+  cpu_limit: 'bad',
+  memory_limit: 'bad',
+  subrequest_limit: 'bad',
+  egress_blocked: 'bad',
 };
 
 export function Badge({ value }: { value: string }) {
