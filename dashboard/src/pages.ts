@@ -20,6 +20,7 @@ export const PAGES: PageDef[] = [
   { path: '/schedules', nav: 'Schedules', load: () => import('./pages/schedules.tsx') },
   { path: '/automations', nav: 'Automations', load: () => import('./pages/automations.tsx') },
   { path: '/automations/:id', load: () => import('./pages/automation.tsx') },
+  { path: '/alerts', nav: 'Alerts', load: () => import('./pages/alerts.tsx') },
   { path: '/drains', nav: 'Event drains', load: () => import('./pages/drains.tsx') },
   { path: '/providers', nav: 'Provider packs', load: () => import('./pages/providers.tsx') },
   { path: '/conversations/:contactId?', nav: 'Conversations', load: () => import('./pages/conversations.tsx') },
