@@ -12,6 +12,7 @@ const OK = '#2f5bd3';
 const BAD = '#b42318';
 const INGESTED = '#8aa2e6';
 
+const per = (seconds: number) => (seconds === 60 ? 'minute' : seconds < 3600 ? `${seconds / 60} minutes` : seconds === 3600 ? 'hour' : `${seconds / 3600} hours`);
 const fmtPct = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${(v * 100).toFixed(v === 1 ? 0 : 1)} %`);
 const fmtMs = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
 
@@ -85,10 +86,10 @@ export default function MetricsPage() {
               <Stat label="Retries" value={m.totals.retries} />
               <Stat label="Success rate" value={fmtPct(m.successRate)} />
             </dl>
-            {m.totals.ingested === 0 && m.totals.attempts === 0 ? <p class="muted">Nothing was ingested in the last {window}: send an event to the webhook's ingest URL and it shows here within a minute.</p> : null}
+            {m.totals.ingested === 0 && m.totals.attempts === 0 ? <p class="muted">Nothing was ingested in the last {m.window}: send an event to the webhook's ingest URL and it shows here within a minute.</p> : null}
             <Legend items={[['succeeded', OK], ['failed', BAD], ['ingested (no outcome yet)', INGESTED]]} />
             <BarChart
-              label={`Deliveries per ${m.bucketSeconds / 60} minutes over ${window}: ${m.totals.succeeded} succeeded, ${m.totals.failed} failed`}
+              label={`Deliveries per ${per(m.bucketSeconds)} over ${m.window}: ${m.totals.succeeded} succeeded, ${m.totals.failed} failed`}
               bucketSeconds={m.bucketSeconds}
               data={m.series.map((p: any) => ({
                 t: p.t,
@@ -145,7 +146,7 @@ export default function MetricsPage() {
               Oldest pending: {b.oldestPendingAt ? new Date(b.oldestPendingAt).toLocaleString() : 'none'}.{' '}
               {b.dlqDepth ? <Link href={`/dlq?webhookId=${encodeURIComponent(webhookId)}`}>Open the dead-letter queue</Link> : null}
             </p>
-            <LineChart label={`Highest backlog depth per bucket over ${window} (sampled once a minute)`} bucketSeconds={m.bucketSeconds} data={b.series.map((p: any) => ({ t: p.t, value: p.depth }))} />
+            <LineChart label={`Highest backlog depth per ${per(m.bucketSeconds)} over ${m.window} (sampled once a minute)`} bucketSeconds={m.bucketSeconds} data={b.series.map((p: any) => ({ t: p.t, value: p.depth }))} />
           </Section>
         </>
       ) : null}
