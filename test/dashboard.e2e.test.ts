@@ -381,7 +381,7 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     expect(await stat('Success rate').textContent()).toBe('100 %');
     expect(await stat('p50').textContent()).toMatch(/\d+(\.\d+)? m?s$/);
     await page.getByRole('row', { name: /^2xx \d+/ }).waitFor();
-    expect(await page.getByRole('img', { name: /Deliveries per 1 minutes over 1h: \d+ succeeded, 0 failed/ }).count()).toBe(1);
+    expect(await page.getByRole('img', { name: /^Deliveries per minute over 1h: \d+ succeeded, 0 failed$/ }).count()).toBe(1);
     await page.getByRole('img', { name: /Highest backlog depth/ }).waitFor();
     // Another window: the same figures, from the 900 s roll-ups.
     await page.getByRole('navigation', { name: 'Window' }).getByRole('link', { name: '24h' }).click();
