@@ -99,7 +99,7 @@ function RuleCard({ r, webhookName, onChange }: { r: any; webhookName: string; o
           <button type="button" class="small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
             {editing ? 'Cancel' : 'Edit'}
           </button>
-          <ConfirmButton label="Delete" danger title={`Delete alert rule “${r.name}”?`} body="It stops being evaluated; its dispatch history stays." onConfirm={() => remove.call()} />
+          <ConfirmButton small label="Delete" danger title={`Delete alert rule “${r.name}”?`} body="It stops being evaluated; its dispatch history stays." onConfirm={() => remove.call()} />
         </div>
       </div>
       <dl class="facts">

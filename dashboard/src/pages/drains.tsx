@@ -82,8 +82,8 @@ function DrainCard({ d, onChange }: { d: any; onChange: () => void }) {
           <button type="button" class="small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
             {editing ? 'Cancel' : 'Edit'}
           </button>
-          <ConfirmButton label="Rotate secret" title={`Rotate the signing secret of ${d.name || d.id}?`} body="A new secret signs from now on; the previous one still signs beside it for 24 hours, so the receiver can switch." confirmLabel="Rotate" onConfirm={() => rotate.call()} />
-          <ConfirmButton label="Delete" danger title={`Delete drain ${d.name || d.id}?`} body="Its unsent events are dropped." onConfirm={() => remove.call()} />
+          <ConfirmButton small label="Rotate secret" title={`Rotate the signing secret of ${d.name || d.id}?`} body="A new secret signs from now on; the previous one still signs beside it for 24 hours, so the receiver can switch." confirmLabel="Rotate" onConfirm={() => rotate.call()} />
+          <ConfirmButton small label="Delete" danger title={`Delete drain ${d.name || d.id}?`} body="Its unsent events are dropped." onConfirm={() => remove.call()} />
         </div>
       </div>
       {secret ? <SecretOnce title="New signing secret." secret={secret} /> : null}

@@ -13,7 +13,7 @@ const BAD = '#b42318';
 const INGESTED = '#8aa2e6';
 
 const per = (seconds: number) => (seconds === 60 ? 'minute' : seconds < 3600 ? `${seconds / 60} minutes` : seconds === 3600 ? 'hour' : `${seconds / 3600} hours`);
-const fmtPct = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${(v * 100).toFixed(v === 1 ? 0 : 1)} %`);
+const fmtPct = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${(v * 100).toFixed(v === 1 || v === 0 ? 0 : 1)} %`);
 const fmtMs = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
 
 function Stat({ label, value }: { label: string; value: string | number }) {
