@@ -483,6 +483,26 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await shot('23-alerts');
   });
 
+  it('shows the stored files of a form post on its delivery page', async () => {
+    const form = new FormData();
+    form.append('_secret', webhook.ingestSecret);
+    form.append('note', 'see attached');
+    form.append('doc', new Blob(['file content for the dashboard'], { type: 'text/plain' }), 'invoice.txt');
+    const res = await fetch(`${app.url}/f/${webhook.publicId}`, { method: 'POST', body: form });
+    expect(res.status).toBe(202);
+    const { eventId } = await res.json();
+    const delivery = await waitFor(async () => (await gql('query($w: String, $e: String) { deliveries(webhookId: $w, eventId: $e) { items { id } } }', { w: webhook.id, e: eventId })).deliveries.items[0], 10_000);
+    const { eventFiles } = await gql('query($e: ID!) { eventFiles(eventId: $e) { id } }', { e: eventId });
+    expect(eventFiles).toHaveLength(1);
+    await page.goto(`/dashboard/deliveries/${delivery.id}`);
+    const row = page.locator(`tr[data-file-id="${eventFiles[0].id}"]`);
+    await row.getByText('invoice.txt').waitFor();
+    await row.getByText('text/plain').waitFor();
+    await row.getByText('30 B').waitFor();
+    await page.getByText(`/v1/files/${eventFiles[0].id}`).waitFor();
+    await shot('24-event-files');
+  });
+
   it('a page of another origin cannot act with the session (CSRF)', async () => {
     const keysBefore = (await gql('{ apiKeys(limit: 100) { items { id } } }')).apiKeys.items.length;
     // Another origin on the same site (127.0.0.1, another port): the browser does send the cookie.
