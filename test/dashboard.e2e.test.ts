@@ -322,6 +322,16 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
       // No horizontal scrolling of the page itself.
       expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       await p.screenshot({ path: path.join(OUT, '12-phone.png'), fullPage: true });
+      // The later pages too: metrics (charts, stat tiles), automations, drains, alerts.
+      for (const [href, title] of [['/dashboard/metrics', 'Metrics'], ['/dashboard/automations', 'Automations'], ['/dashboard/drains', 'Event drains'], ['/dashboard/alerts', 'Alerts']]) {
+        await p.goto(href);
+        await p.getByRole('heading', { name: title, level: 1 }).waitFor();
+        expect(await p.evaluate(() => document.documentElement.scrollWidth), href).toBeLessThanOrEqual(390);
+      }
+      await p.goto(`/dashboard/metrics?webhookId=${webhook.id}`);
+      await p.getByRole('heading', { name: 'Backlog' }).waitFor();
+      expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await p.screenshot({ path: path.join(OUT, '12-phone-metrics.png'), fullPage: true });
     } finally {
       await phone.close();
     }

@@ -11,12 +11,15 @@ const H = 120;
 
 function tick(t: string, bucketSeconds: number) {
   const d = new Date(t);
-  return bucketSeconds >= 86_400 / 4 ? d.toLocaleDateString() : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (bucketSeconds >= 21_600) return d.toLocaleDateString();
+  if (bucketSeconds >= 900) return d.toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
 /** Stacked bars, oldest on the left. */
 export function BarChart({ data, label, bucketSeconds }: { data: Stack[]; label: string; bucketSeconds: number }) {
-  const max = Math.max(1, ...data.map((d) => d.parts.reduce((s, p) => s + p.value, 0)));
+  const top = Math.max(0, ...data.map((d) => d.parts.reduce((s, p) => s + p.value, 0)));
+  const max = Math.max(1, top);
   const bw = W / Math.max(1, data.length);
   return (
     <figure class="chart">
@@ -38,14 +41,15 @@ export function BarChart({ data, label, bucketSeconds }: { data: Stack[]; label:
           );
         })}
       </svg>
-      <Axis data={data} bucketSeconds={bucketSeconds} max={max} />
+      <Axis data={data} bucketSeconds={bucketSeconds} max={top} />
     </figure>
   );
 }
 
 /** A line of one value per bucket (e.g. backlog depth), oldest on the left. */
 export function LineChart({ data, label, bucketSeconds, color = '#2f5bd3' }: { data: { t: string; value: number }[]; label: string; bucketSeconds: number; color?: string }) {
-  const max = Math.max(1, ...data.map((d) => d.value));
+  const top = Math.max(0, ...data.map((d) => d.value));
+  const max = Math.max(1, top);
   const step = data.length > 1 ? W / (data.length - 1) : W;
   const points = data.map((d, i) => `${(i * step).toFixed(1)},${(H - 2 - (d.value / max) * (H - 6)).toFixed(1)}`).join(' ');
   return (
@@ -55,7 +59,7 @@ export function LineChart({ data, label, bucketSeconds, color = '#2f5bd3' }: { d
         <line x1={0} y1={H - 0.5} x2={W} y2={H - 0.5} stroke="#d9dee6" />
         {data.length ? <polyline points={points} fill="none" stroke={color} stroke-width={2} vector-effect="non-scaling-stroke" /> : null}
       </svg>
-      <Axis data={data} bucketSeconds={bucketSeconds} max={max} />
+      <Axis data={data} bucketSeconds={bucketSeconds} max={top} />
     </figure>
   );
 }
