@@ -396,7 +396,13 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     // Another window: the same figures, from the 900 s roll-ups.
     await page.getByRole('navigation', { name: 'Window' }).getByRole('link', { name: '24h' }).click();
     await page.getByRole('img', { name: /^Deliveries per 15 minutes over 24h/ }).waitFor();
-    expect(Number(await stat('Succeeded').textContent())).toBeGreaterThanOrEqual(2);
+    const before = Number(await stat('Succeeded').textContent());
+    expect(before).toBeGreaterThanOrEqual(2);
+    await page.locator('.live:not(.off)').waitFor();
+    await new Promise((r) => setTimeout(r, 500));
+    // Live: one more delivery, and the figures follow without a reload.
+    expect((await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` } })).status).toBe(202);
+    await expect.poll(async () => Number(await stat('Succeeded').textContent()), { timeout: 15_000 }).toBe(before + 1);
     await shot('20-metrics');
     // The webhooks list's bars come from the same roll-ups.
     await page.goto('/dashboard/webhooks');
@@ -436,7 +442,24 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Enable' }).waitFor();
     await page.locator('.page-header .badge', { hasText: 'disabled' }).waitFor();
     expect((await gql('query($id: ID!) { automation(id: $id) { status } }', { id })).automation.status).toBe('disabled');
+    await page.getByLabel('Name', { exact: true }).fill('enrich orders');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { name: 'enrich orders', level: 1 }).waitFor();
     await shot('21-automation');
+
+    // Deleting it while a webhook pins it: the API's refusal is shown; unpinned, it goes.
+    const del = async () => {
+      await page.getByRole('button', { name: 'Delete' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Type enrich orders to confirm').fill('enrich orders');
+      await dialog.getByRole('button', { name: 'Delete forever' }).click();
+    };
+    await del();
+    await page.getByRole('alert').waitFor();
+    await gql('mutation($id: ID!) { setWebhookTransform(id: $id, kind: null) { kind } }', { id: hook.id });
+    await del();
+    await page.getByRole('heading', { name: 'Automations', level: 1 }).waitFor();
+    await page.getByText('No automations yet').waitFor();
   });
 
   it('creates an event drain with its signing secret shown once; disables and rotates it', async () => {
@@ -491,6 +514,17 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await page.getByLabel('State').selectOption('firing');
     await expect.poll(() => page.url()).toContain('state=firing');
     await shot('23-alerts');
+
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Condition').selectOption('backlog_depth');
+    await page.getByLabel('Threshold').fill('100');
+    await page.getByRole('button', { name: 'Save rule' }).click();
+    await page.getByText('backlog_depth ≥ 100', { exact: true }).waitFor();
+    expect((await gql('{ alertRules { items { condition { type threshold } } } }')).alertRules.items[0].condition).toEqual({ type: 'backlog_depth', threshold: 100 });
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No alert rules').waitFor();
+    expect((await gql('{ alertRules { items { id } } }')).alertRules.items).toEqual([]);
   });
 
   it('shows the stored files of a form post on its delivery page', async () => {

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Loading, LoadMore, Page, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
+import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 function Versions({ id, current, onAdded }: { id: string; current: number; onAdded: () => void }) {
   const versions = usePaged<any>((cursor) => gql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`, { id, cursor }).then((d) => d.automationVersions), [id, current]);
@@ -166,6 +166,19 @@ export default function AutomationPage({ params }: { params: Record<string, stri
           Disabled: deliveries of webhooks that pin it fail until it is enabled again.
         </p>
       ) : null}
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const name = String(new FormData(e.currentTarget).get('name') ?? '').trim();
+          if (name && name !== a.name) void update.call({ name });
+        }}
+      >
+        <Field label="Name" name="name" defaultValue={a.name} key={a.name} required />
+        <button type="submit" disabled={update.pending}>
+          Rename
+        </button>
+      </form>
       <dl class="facts">
         <dt>Id</dt>
         <dd>

@@ -1,7 +1,8 @@
 // Metrics and backlog of one webhook over a window (CONTRACT §9): totals, success rate, latency
 // percentiles, answers by status class, and the series as small inline charts.
+import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
-import { gql } from '../api.ts';
+import { gql, subscribe, type ApiError } from '../api.ts';
 import { Empty, ErrorBanner, Loading, Page, Section, useQuery } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 import { BarChart, Legend, LineChart } from '../parts/chart.tsx';
@@ -45,6 +46,31 @@ export default function MetricsPage() {
         : Promise.resolve(undefined),
     [webhookId, window],
   );
+  const [live, setLive] = useState(false);
+  const [liveError, setLiveError] = useState<ApiError>();
+  useEffect(() => {
+    if (!webhookId) return;
+    setLive(true);
+    // Live: as the webhook's deliveries change, the figures are read again (at most every 3 s).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stop = subscribe(
+      `subscription($w: ID) { deliveryUpdated(webhookId: $w) { id } }`,
+      { w: webhookId },
+      () => {
+        setLiveError(undefined);
+        timer ??= setTimeout(() => {
+          timer = undefined;
+          q.reload();
+        }, 3000);
+      },
+      (e) => setLiveError(e),
+    );
+    return () => {
+      setLive(false);
+      stop();
+      if (timer) clearTimeout(timer);
+    };
+  }, [webhookId]);
   if (hooks.data && hooks.data.length === 0) {
     return (
       <Page title="Metrics">
@@ -62,7 +88,15 @@ export default function MetricsPage() {
   const codes: Record<string, number> = m?.statusCodes ?? {};
   const codeTotal = CLASSES.reduce((s, c) => s + (codes[c] ?? 0), 0);
   return (
-    <Page title="Metrics" actions={w ? <Link href={`/webhooks/${w.id}`}>Open {w.name || w.id}</Link> : null}>
+    <Page
+      title="Metrics"
+      actions={
+        <>
+          <span class={`live ${live && !liveError ? '' : 'off'}`}>{live && !liveError ? 'Live' : 'Not live'}</span>
+          {w ? <Link href={`/webhooks/${w.id}`}>Open {w.name || w.id}</Link> : null}
+        </>
+      }
+    >
       <div class="filters">
         <WebhookSelect value={webhookId} allLabel={null} onChange={(v) => go(v, window)} />
       </div>
@@ -73,7 +107,7 @@ export default function MetricsPage() {
           </Link>
         ))}
       </nav>
-      <ErrorBanner error={hooks.error ?? q.error} />
+      <ErrorBanner error={hooks.error ?? q.error ?? liveError} />
       {q.loading && !m ? <Loading /> : null}
       {m && b ? (
         <>
