@@ -412,6 +412,11 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
   it('creates an automation, adds a version, sees its run, disables it', async () => {
     await page.goto('/dashboard/automations');
     await page.getByText('No automations yet').waitFor();
+    // The egress policy (Enterprise, which this project is).
+    await page.getByLabel('Allowed hosts').fill('api.example.com\nhooks.example.org');
+    await page.getByRole('button', { name: 'Save egress policy' }).click();
+    await page.getByText('Egress policy saved.').waitFor();
+    expect((await gql('{ egressPolicy { allowedHosts } }')).egressPolicy.allowedHosts).toEqual(['api.example.com', 'hooks.example.org']);
     await page.getByRole('button', { name: 'New automation' }).click();
     await page.getByLabel('Name').fill('enrich');
     await page.getByRole('button', { name: 'Create automation' }).click();
