@@ -322,6 +322,16 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
       // No horizontal scrolling of the page itself.
       expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       await p.screenshot({ path: path.join(OUT, '12-phone.png'), fullPage: true });
+      // The later pages too: metrics (charts, stat tiles), automations, drains, alerts.
+      for (const [href, title] of [['/dashboard/metrics', 'Metrics'], ['/dashboard/automations', 'Automations'], ['/dashboard/drains', 'Event drains'], ['/dashboard/alerts', 'Alerts']]) {
+        await p.goto(href);
+        await p.getByRole('heading', { name: title, level: 1 }).waitFor();
+        expect(await p.evaluate(() => document.documentElement.scrollWidth), href).toBeLessThanOrEqual(390);
+      }
+      await p.goto(`/dashboard/metrics?webhookId=${webhook.id}`);
+      await p.getByRole('heading', { name: 'Backlog' }).waitFor();
+      expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await p.screenshot({ path: path.join(OUT, '12-phone-metrics.png'), fullPage: true });
     } finally {
       await phone.close();
     }
@@ -369,6 +379,177 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     const { id: userId } = await app.rt.db.prisma.dashboardUser.findUniqueOrThrow({ where: { email } });
     await page.getByRole('cell', { name: userId }).first().waitFor();
     await shot('14-audit-log');
+  });
+
+  it('shows a webhook’s metrics and backlog after its deliveries, per window', async () => {
+    await page.goto(`/dashboard/metrics?webhookId=${webhook.id}&window=1h`);
+    await page.getByRole('heading', { name: 'Metrics', level: 1 }).waitFor();
+    const stat = (label: string) => page.locator('dl.stats > div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd');
+    // The earlier deliveries of “Orders” all succeeded (a delivery and its replay at least).
+    await expect.poll(async () => Number(await stat('Succeeded').textContent()), { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    expect(Number(await stat('Ingested').textContent())).toBeGreaterThanOrEqual(1);
+    expect(await stat('Success rate').textContent()).toBe('100 %');
+    expect(await stat('p50').textContent()).toMatch(/\d+(\.\d+)? m?s$/);
+    await page.getByRole('row', { name: /^2xx \d+/ }).waitFor();
+    expect(await page.getByRole('img', { name: /^Deliveries per minute over 1h: \d+ succeeded, 0 failed$/ }).count()).toBe(1);
+    await page.getByRole('img', { name: /Highest backlog depth/ }).waitFor();
+    // Another window: the same figures, from the 900 s roll-ups.
+    await page.getByRole('navigation', { name: 'Window' }).getByRole('link', { name: '24h' }).click();
+    await page.getByRole('img', { name: /^Deliveries per 15 minutes over 24h/ }).waitFor();
+    const before = Number(await stat('Succeeded').textContent());
+    expect(before).toBeGreaterThanOrEqual(2);
+    await page.locator('.live:not(.off)').waitFor();
+    await new Promise((r) => setTimeout(r, 500));
+    // Live: one more delivery, and the figures follow without a reload.
+    expect((await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` } })).status).toBe(202);
+    await expect.poll(async () => Number(await stat('Succeeded').textContent()), { timeout: 15_000 }).toBe(before + 1);
+    await shot('20-metrics');
+    // The webhooks list's bars come from the same roll-ups.
+    await page.goto('/dashboard/webhooks');
+    await page.getByRole('img', { name: /^\d+ events in the last 24 hours/ }).first().waitFor();
+  });
+
+  it('creates an automation, adds a version, sees its run, disables it', async () => {
+    await page.goto('/dashboard/automations');
+    await page.getByText('No automations yet').waitFor();
+    // The egress policy (Enterprise, which this project is).
+    await page.getByLabel('Allowed hosts').fill('api.example.com\nhooks.example.org');
+    await page.getByRole('button', { name: 'Save egress policy' }).click();
+    await page.getByText('Egress policy saved.').waitFor();
+    expect((await gql('{ egressPolicy { allowedHosts } }')).egressPolicy.allowedHosts).toEqual(['api.example.com', 'hooks.example.org']);
+    await page.getByRole('button', { name: 'New automation' }).click();
+    await page.getByLabel('Name').fill('enrich');
+    await page.getByRole('button', { name: 'Create automation' }).click();
+    await page.getByRole('heading', { name: 'enrich', level: 1 }).waitFor();
+    const id = new URL(page.url()).pathname.split('/').pop()!;
+    const code = page.getByLabel(/^Code \(editing v1/);
+    await code.fill("export default (event) => ({ v: 2, type: event.body?.type });\n");
+    await page.getByRole('button', { name: 'Add version' }).click();
+    await page.getByText('Version 2 added.').waitFor();
+    await page.getByLabel(/^Code \(editing v2/).waitFor();
+    await page.getByText(/^v1 ·/).waitFor();
+    const { automation } = await gql('query($id: ID!) { automation(id: $id) { currentVersion status } }', { id });
+    expect(automation.currentVersion).toBe(2);
+
+    // A test delivery through a webhook that pins it records a run.
+    const hook = await createWebhook(app, apiKey, { name: 'Automated', url: `${receiver.url}/auto` });
+    await gql('mutation($id: ID!, $a: String) { setWebhookTransform(id: $id, kind: "automation", automationId: $a) { kind } }', { id: hook.id, a: id });
+    const probe = await gql('mutation($id: ID!) { testWebhookDelivery(id: $id, body: {type: "order.created"}) { automationRunId transformError payload } }', { id: hook.id });
+    expect(probe.testWebhookDelivery.transformError).toBeNull();
+    expect(probe.testWebhookDelivery.automationRunId).toBeTruthy();
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const run = page.getByRole('table', { name: 'Runs' }).getByRole('row').nth(1);
+    await run.getByText('ok', { exact: true }).waitFor();
+    await run.getByText('v2', { exact: true }).waitFor();
+    await run.getByText('test delivery').waitFor();
+
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('button', { name: 'Enable' }).waitFor();
+    await page.locator('.page-header .badge', { hasText: 'disabled' }).waitFor();
+    expect((await gql('query($id: ID!) { automation(id: $id) { status } }', { id })).automation.status).toBe('disabled');
+    await page.getByLabel('Name', { exact: true }).fill('enrich orders');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { name: 'enrich orders', level: 1 }).waitFor();
+    await shot('21-automation');
+
+    // Deleting it while a webhook pins it: the API's refusal is shown; unpinned, it goes.
+    const del = async () => {
+      await page.getByRole('button', { name: 'Delete' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Type enrich orders to confirm').fill('enrich orders');
+      await dialog.getByRole('button', { name: 'Delete forever' }).click();
+    };
+    await del();
+    await page.getByRole('alert').waitFor();
+    await gql('mutation($id: ID!) { setWebhookTransform(id: $id, kind: null) { kind } }', { id: hook.id });
+    await del();
+    await page.getByRole('heading', { name: 'Automations', level: 1 }).waitFor();
+    await page.getByText('No automations yet').waitFor();
+  });
+
+  it('creates an event drain with its signing secret shown once; disables and rotates it', async () => {
+    await page.goto('/dashboard/drains');
+    await page.getByText('No drains yet').waitFor();
+    await page.getByLabel('Name').fill('siem');
+    await page.getByLabel('URL').fill(`${receiver.url}/drain`);
+    await page.getByLabel('webhook.changed').uncheck();
+    await page.getByRole('button', { name: 'Create drain' }).click();
+    await page.getByText('Drain “siem” created.').waitFor();
+    const secret = await page.getByLabel('Drain signing secret', { exact: true }).textContent();
+    expect(secret!.length).toBeGreaterThan(16);
+    const { drains } = await gql('{ drains { items { id name url events enabled } } }');
+    expect(drains.items).toHaveLength(1);
+    expect(drains.items[0]).toMatchObject({ name: 'siem', url: `${receiver.url}/drain`, enabled: true });
+    expect(drains.items[0].events).not.toContain('webhook.changed');
+    const card = page.locator(`li[data-drain-id="${drains.items[0].id}"]`);
+    await card.getByRole('button', { name: 'Disable' }).click();
+    await card.getByRole('button', { name: 'Enable' }).waitFor();
+    expect((await gql('{ drains { items { enabled } } }')).drains.items[0].enabled).toBe(false);
+    await card.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
+    await card.getByText('New signing secret.').waitFor();
+    const rotated = await card.getByLabel('Drain signing secret', { exact: true }).textContent();
+    expect(rotated).not.toBe(secret);
+    await shot('22-drains');
+    // Shown once: not after a reload.
+    await page.reload();
+    await page.locator(`li[data-drain-id="${drains.items[0].id}"]`).waitFor();
+    expect(await page.getByLabel('Drain signing secret', { exact: true }).count()).toBe(0);
+  });
+
+  it('creates an alert rule and shows the (empty) dispatch history', async () => {
+    await page.goto('/dashboard/alerts');
+    await page.getByText('No alert rules').waitFor();
+    await page.getByRole('button', { name: 'New alert rule' }).click();
+    await page.getByLabel('Name').fill('Orders failing');
+    await page.getByLabel('Webhook', { exact: true }).selectOption(webhook.id);
+    await page.getByLabel('Threshold').fill('0.25');
+    await page.getByLabel('Window (minutes)').fill('10');
+    await page.getByLabel('Email channels').fill('oncall@example.com');
+    await page.getByRole('button', { name: 'Create alert rule' }).click();
+    await page.getByText('Alert rule “Orders failing” created').waitFor();
+    expect(await page.getByLabel('Alert signing secret', { exact: true }).textContent()).toBeTruthy();
+    await page.getByRole('heading', { name: 'Orders failing', level: 3 }).waitFor();
+    await page.getByText('failure_rate ≥ 0.25 over 10 min').waitFor();
+    const { alertRules } = await gql('{ alertRules { items { name webhookId condition { type threshold windowSeconds } channels cooldownSeconds enabled } } }');
+    expect(alertRules.items).toEqual([
+      { name: 'Orders failing', webhookId: webhook.id, condition: { type: 'failure_rate', threshold: 0.25, windowSeconds: 600 }, channels: [{ type: 'email', to: 'oncall@example.com' }], cooldownSeconds: 3600, enabled: true },
+    ]);
+    await page.getByText('No dispatches').waitFor();
+    await page.getByLabel('State').selectOption('firing');
+    await expect.poll(() => page.url()).toContain('state=firing');
+    await shot('23-alerts');
+
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Condition').selectOption('backlog_depth');
+    await page.getByLabel('Threshold').fill('100');
+    await page.getByRole('button', { name: 'Save rule' }).click();
+    await page.getByText('backlog_depth ≥ 100', { exact: true }).waitFor();
+    expect((await gql('{ alertRules { items { condition { type threshold } } } }')).alertRules.items[0].condition).toEqual({ type: 'backlog_depth', threshold: 100 });
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No alert rules').waitFor();
+    expect((await gql('{ alertRules { items { id } } }')).alertRules.items).toEqual([]);
+  });
+
+  it('shows the stored files of a form post on its delivery page', async () => {
+    const form = new FormData();
+    form.append('_secret', webhook.ingestSecret);
+    form.append('note', 'see attached');
+    form.append('doc', new Blob(['file content for the dashboard'], { type: 'text/plain' }), 'invoice.txt');
+    const res = await fetch(`${app.url}/f/${webhook.publicId}`, { method: 'POST', body: form });
+    expect(res.status).toBe(202);
+    const { eventId } = await res.json();
+    const delivery = await waitFor(async () => (await gql('query($w: String, $e: String) { deliveries(webhookId: $w, eventId: $e) { items { id } } }', { w: webhook.id, e: eventId })).deliveries.items[0], 10_000);
+    const { eventFiles } = await gql('query($e: ID!) { eventFiles(eventId: $e) { id } }', { e: eventId });
+    expect(eventFiles).toHaveLength(1);
+    await page.goto(`/dashboard/deliveries/${delivery.id}`);
+    const row = page.locator(`tr[data-file-id="${eventFiles[0].id}"]`);
+    await row.getByText('invoice.txt').waitFor();
+    await row.getByText('text/plain').waitFor();
+    await row.getByText('30 B').waitFor();
+    await page.getByText(`/v1/files/${eventFiles[0].id}`).waitFor();
+    await shot('24-event-files');
   });
 
   it('a page of another origin cannot act with the session (CSRF)', async () => {

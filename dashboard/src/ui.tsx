@@ -135,6 +135,16 @@ const STATUS_TONE: Record<string, string> = {
   redriven: 'muted',
   failed: 'bad',
   revoked: 'bad',
+  disabled: 'warn',
+  ok: 'ok',
+  sent: 'ok',
+  resolved: 'ok',
+  firing: 'bad',
+  error: 'bad',
+  cpu_limit: 'bad',
+  memory_limit: 'bad',
+  subrequest_limit: 'bad',
+  egress_blocked: 'bad',
 };
 
 export function Badge({ value }: { value: string }) {
@@ -189,6 +199,8 @@ export function ConfirmButton(props: {
   body: ComponentChildren;
   confirmLabel?: string;
   danger?: boolean;
+  /** The small button style, for actions in a card's header. */
+  small?: boolean;
   confirmText?: string;
   disabled?: boolean;
   onConfirm: () => Promise<unknown> | unknown;
@@ -200,7 +212,7 @@ export function ConfirmButton(props: {
   const ok = !props.confirmText || typed === props.confirmText;
   return (
     <>
-      <button type="button" class={props.danger ? 'danger' : ''} disabled={props.disabled} onClick={() => dialog.current?.showModal()}>
+      <button type="button" class={[props.danger ? 'danger' : '', props.small ? 'small' : ''].join(' ').trim()} disabled={props.disabled} onClick={() => dialog.current?.showModal()}>
         {props.label}
       </button>
       <dialog ref={dialog} aria-labelledby={titleId} onClose={() => setTyped('')}>

@@ -4,6 +4,7 @@ import { Link } from 'wouter-preact';
 import { gql, subscribe } from '../api.ts';
 import { Badge, ConfirmButton, ErrorBanner, Json, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
 import { DELIVERY_FIELDS, type Delivery } from './deliveries.tsx';
+import { EventFiles } from '../parts/event-files.tsx';
 
 export default function DeliveryPage({ params }: { params: Record<string, string | undefined> }) {
   const id = params.id!;
@@ -91,6 +92,7 @@ export default function DeliveryPage({ params }: { params: Record<string, string
         <p class="muted">Where and how it is sent (the destination as it was when the event arrived):</p>
         <Json value={d.destination} />
       </Section>
+      <EventFiles eventId={d.eventId} />
       <Section title="Attempts">
         {attempts.length === 0 ? <p>No attempt yet{d.nextAttemptAt ? '; the first is planned for the time above' : ''}.</p> : null}
         <ol class="list stack" aria-label="Attempts">

@@ -627,6 +627,9 @@ export default function WebhookPage({ params }: { params: Record<string, string 
           <Link class="button" href={`/schedules?webhookId=${w.id}`}>
             Schedules
           </Link>
+          <Link class="button" href={`/metrics?webhookId=${w.id}`}>
+            Metrics
+          </Link>
         </>
       }
     >

@@ -1,10 +1,10 @@
-// Each listed webhook's last 24 hours at a glance: deliveries per hour (failed ones in red), from
-// its latest 100 deliveries of the period, read in one GraphQL document for the whole page.
+// Each listed webhook's last 24 hours at a glance: per hour, events ingested and deliveries failed
+// (in red), from its metrics roll-ups (`metrics(window: "24h")`, 15-minute buckets summed by hour),
+// read in one GraphQL document for the whole page.
 import { gql } from '../api.ts';
 import { useQuery } from '../ui.tsx';
 
 const HOURS = 24;
-const SAMPLE = 100;
 
 export interface Activity {
   buckets: { total: number; failed: number }[];
@@ -13,29 +13,30 @@ export interface Activity {
   capped: boolean;
 }
 
+type Point = { t: string; ingested: number; succeeded: number; failed: number };
+
 export function useActivity(webhookIds: string[]) {
   const key = webhookIds.join(',');
   return useQuery(async () => {
     if (!webhookIds.length) return new Map<string, Activity>();
-    const now = Date.now();
-    const from = new Date(now - HOURS * 3600_000).toISOString();
-    const fields = webhookIds.map((id, i) => `w${i}: webhookDeliveries(id: ${JSON.stringify(id)}, from: $from, limit: ${SAMPLE}) { items { status createdAt } nextCursor }`);
-    const data = await gql<Record<string, { items: { status: string; createdAt: string }[]; nextCursor: string | null }>>(`query($from: String) { ${fields.join('\n')} }`, { from });
+    const fields = webhookIds.map((id, i) => `w${i}: webhook(id: ${JSON.stringify(id)}) { metrics(window: "24h") { to series { t ingested succeeded failed } } }`);
+    const data = await gql<Record<string, { metrics: { to: string; series: Point[] } }>>(`{ ${fields.join('\n')} }`);
     const out = new Map<string, Activity>();
     webhookIds.forEach((id, i) => {
-      const page = data[`w${i}`];
+      const { to, series } = data[`w${i}`].metrics;
+      const end = new Date(to).getTime();
       const buckets = Array.from({ length: HOURS }, () => ({ total: 0, failed: 0 }));
+      let total = 0;
       let failed = 0;
-      for (const d of page.items) {
-        const age = Math.floor((now - new Date(d.createdAt).getTime()) / 3600_000);
+      for (const p of series) {
+        const age = Math.floor((end - new Date(p.t).getTime()) / 3600_000);
         const b = buckets[HOURS - 1 - Math.min(HOURS - 1, Math.max(0, age))];
-        b.total++;
-        if (d.status === 'failed') {
-          b.failed++;
-          failed++;
-        }
+        b.total += Math.max(p.ingested, p.succeeded + p.failed);
+        b.failed += p.failed;
+        total += p.ingested;
+        failed += p.failed;
       }
-      out.set(id, { buckets, total: page.items.length, failed, capped: page.nextCursor !== null });
+      out.set(id, { buckets, total, failed, capped: false });
     });
     return out;
   }, [key]);
@@ -45,7 +46,7 @@ export function useActivity(webhookIds: string[]) {
 export function Sparkline({ activity }: { activity: Activity | undefined }) {
   if (!activity) return <span class="muted">…</span>;
   const max = Math.max(1, ...activity.buckets.map((b) => b.total));
-  const label = `${activity.total}${activity.capped ? '+' : ''} deliveries in the last 24 hours, ${activity.failed} failed`;
+  const label = `${activity.total}${activity.capped ? '+' : ''} events in the last 24 hours, ${activity.failed} deliveries failed`;
   const w = 4;
   return (
     <span class="sparkline">
