@@ -1,15 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evaluateAlerts } from '../src/alerts/evaluate.ts';
 import { RollupWriter } from '../src/metrics/rollup.ts';
+import { startReceiver } from './support/receiver.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createWebhook } from './support/webhooks.ts';
 
 let app: TestApp;
+let hanging: Awaited<ReturnType<typeof startReceiver>>;
 
 beforeAll(async () => {
+  // No job runner: what the evaluation leaves to jobs stays visible.
   app = await startTestApp({ worker: false });
+  hanging = await startReceiver(() => ({ hang: true }));
 });
 afterAll(async () => {
   await app?.stop();
+  await hanging?.close();
 });
 
 describe('observability fixes', () => {
@@ -29,5 +35,24 @@ describe('observability fixes', () => {
     const m = await app.api(apiKey, 'GET', `/v1/webhooks/${wh.id}/metrics?window=1h`);
     expect(m.status).toBe(200);
     expect(m.body.latencyMs.p99).toBeLessThan(1_000);
+  });
+
+  it('alert evaluation writes the dispatch and its send job; it never sends channels inline', async () => {
+    const { apiKey, projectId } = await app.project('pro');
+    const wh = await createWebhook(app, apiKey);
+    const rule = await app.api(apiKey, 'POST', '/v1/project/alert-rules', { webhookId: wh.id, condition: { type: 'dlq_added', threshold: 1 }, channels: [{ type: 'webhook', url: `${hanging.url}/slow` }] });
+    expect(rule.status).toBe(201);
+    const writer = new RollupWriter(app.rt.db.relaxedPool, 60_000);
+    writer.add({ webhookId: wh.id, projectId, outcome: 'failed', statusCode: 500, ageMs: 10, recordedAt: Date.now() });
+    await writer.stop();
+    const started = Date.now();
+    for (let i = 0; i < 100 && !(await evaluateAlerts(app.rt)).ran; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(hanging.received).toHaveLength(0);
+    const d = await app.api(apiKey, 'GET', `/v1/project/alert-dispatches?ruleId=${rule.body.id}`);
+    expect(d.body.items).toHaveLength(1);
+    expect(d.body.items[0].channels).toEqual([{ type: 'webhook', target: `${hanging.url}/slow`, status: 'pending', error: null }]);
+    const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = 'alerts__dispatch' AND key = $1`, [`alert_dispatch:${d.body.items[0].id}`]);
+    expect(rows[0].n).toBe(1);
   });
 });
