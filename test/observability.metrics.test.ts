@@ -105,7 +105,7 @@ describe('metrics and backlog', () => {
     const { apiKey } = await app.project('free');
     const wh = await createWebhook(app, apiKey);
     for (const path of ['metrics', 'backlog']) {
-      for (const bad of ['2h', '1d', '24H', '1h,24h', '0']) {
+      for (const bad of ['2h', '1d', '24H', '1h,24h', '0', '']) {
         const r = await app.api(apiKey, 'GET', `/v1/webhooks/${wh.id}/${path}?window=${encodeURIComponent(bad)}`);
         expect(r.status, `${path} [${bad}]`).toBe(400);
         expect(r.body.error).toMatchObject({ code: 'invalid_request', param: 'window' });
