@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateAlerts } from '../src/alerts/evaluate.ts';
 import { RollupWriter } from '../src/metrics/rollup.ts';
+import { idBefore, runRetention } from '../src/retention/run.ts';
 import { startReceiver } from './support/receiver.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createWebhook } from './support/webhooks.ts';
@@ -54,5 +55,20 @@ describe('observability fixes', () => {
     expect(d.body.items[0].channels).toEqual([{ type: 'webhook', target: `${hanging.url}/slow`, status: 'pending', error: null }]);
     const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE task_identifier = 'alerts__dispatch' AND key = $1`, [`alert_dispatch:${d.body.items[0].id}`]);
     expect(rows[0].n).toBe(1);
+  });
+
+  it('alert dispatches go with history retention', async () => {
+    const { apiKey, projectId } = await app.project('pro');
+    const rule = await app.api(apiKey, 'POST', '/v1/project/alert-rules', { condition: { type: 'backlog_depth', threshold: 1 }, channels: [{ type: 'email', to: 'ops@example.com' }] });
+    const old = `${idBefore('ald', Date.now() - 400 * 86_400_000)}0000000000000000`;
+    const recent = `${idBefore('ald', Date.now())}0000000000000000`;
+    for (const id of [old, recent]) {
+      await app.rt.db.pool.query(`INSERT INTO alert_dispatches (id, project_id, rule_id, state, value, channels) VALUES ($1, $2, $3, 'firing', 1, '[]')`, [id, projectId, rule.body.id]);
+    }
+    let report = await runRetention(app.rt);
+    for (let i = 0; i < 50 && !report.ran; i++) report = await runRetention(app.rt);
+    expect(report.alertDispatchesDeleted).toBeGreaterThanOrEqual(1);
+    const { rows } = await app.rt.db.pool.query('SELECT id FROM alert_dispatches WHERE project_id = $1 ORDER BY id', [projectId]);
+    expect(rows.map((r) => r.id)).toEqual([recent]);
   });
 });
