@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planDrainSends } from '../src/drains/send.ts';
+import { DRAIN_MAX_CONCURRENT_SENDS, planDrainSends } from '../src/drains/send.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 
 let app: TestApp;
 let sink: Awaited<ReturnType<typeof startReceiver>>;
+/** Answers every request 800 ms late. */
+let slow: Awaited<ReturnType<typeof startReceiver>>;
 /** Paths answered 500. */
 const failingPaths = new Set<string>();
 
@@ -16,10 +18,12 @@ beforeAll(async () => {
     const first = r.url === '/late-commit' && sink.received.filter((x) => x.url === r.url).length === 1;
     return { status: 200, delayMs: first ? 1_500 : 0 };
   });
+  slow = await startReceiver(() => ({ status: 200, delayMs: 800 }));
 });
 afterAll(async () => {
   await app?.stop();
   await sink?.close();
+  await slow?.close();
 });
 
 const sent = (path: string) =>
@@ -96,4 +100,12 @@ describe('event drains: outbox fixes', () => {
     expect(rows[0]).toEqual({ lo: 151, hi: 250 });
     expect(sink.received.filter((r) => r.url === path)).toHaveLength(1);
   });
+
+  it('at most DRAIN_MAX_CONCURRENT_SENDS drains send at once per process; the others are planned again and all arrive', async () => {
+    const { projectId, apiKey } = await app.project('enterprise');
+    for (let i = 0; i < 4; i++) expect((await app.api(apiKey, 'POST', '/v1/project/drains', { url: `${slow.url}/d${i}`, events: ['webhook.changed'] })).status).toBe(201);
+    await emit(app.rt.db.pool, projectId, 1);
+    await waitFor(() => new Set(slow.received.map((r) => r.url)).size === 4, 20_000);
+    expect(slow.maxInFlight).toBeLessThanOrEqual(DRAIN_MAX_CONCURRENT_SENDS);
+  }, 30_000);
 });
