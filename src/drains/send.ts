@@ -139,7 +139,7 @@ async function sendDrainNow(rt: Pick<Runtime, 'db' | 'config'>, client: Outbound
 /**
  * One pass of the drains' housekeeping, outside the delivery path (drain_emit only writes
  * outbox rows): plans a send job for every enabled drain with pending events that has none
- * (a job in backoff keeps its time), and holds each outbox to DRAIN_OUTBOX_LIMIT whatever the
+ * live (a job in backoff keeps its time; one that failed for good is taken up again), and holds each outbox to DRAIN_OUTBOX_LIMIT whatever the
  * backoff: past it, the oldest events are dropped and counted in the drain's droppedCount.
  * Only drains whose outbox id span passes the limit are counted (two index look-ups each).
  */
@@ -170,7 +170,8 @@ export async function planDrainSends(rt: Pick<Runtime, 'db' | 'config'>): Promis
            FROM event_drains d
           WHERE d.enabled AND EXISTS (SELECT 1 FROM drain_outbox o WHERE o.drain_id = d.id)
             AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j
-                             WHERE j.key = 'drain:' || d.id AND (j.locked_at IS NULL OR j.locked_at > now() - interval '5 minutes'))`,
+                             WHERE j.key = 'drain:' || d.id AND j.attempts < j.max_attempts
+                               AND (j.locked_at IS NULL OR j.locked_at > now() - interval '5 minutes'))`,
         [DRAIN_SEND_TASK],
       );
       const dropped = trimmed.reduce((a, r) => a + Number(r.n), 0);
