@@ -9,8 +9,9 @@ import { BACKLOG_SAMPLE_CRONTAB, BACKLOG_SAMPLE_TASK } from '../src/metrics/back
 import { metricsSampleBacklog } from './metrics__sample_backlog.ts';
 import { createDrainClient, DRAIN_SEND_TASK } from '../src/drains/send.ts';
 import { drainsSend } from './drains__send.ts';
-import { ALERTS_CRONTAB, ALERTS_TASK } from '../src/alerts/evaluate.ts';
+import { ALERT_DISPATCH_TASK, ALERTS_CRONTAB, ALERTS_TASK } from '../src/alerts/evaluate.ts';
 import { alertsEvaluate } from './alerts__evaluate.ts';
+import { alertsDispatch } from './alerts__dispatch.ts';
 import { deliveriesAttempt } from './deliveries__attempt.ts';
 import { replaysRun } from './replays__run.ts';
 import { schedulesTick } from './schedules__tick.ts';
@@ -32,5 +33,6 @@ export function createTaskList(rt: Runtime, engine: DeliveryEngine): TaskList {
     [BACKLOG_SAMPLE_TASK]: metricsSampleBacklog(rt),
     [DRAIN_SEND_TASK]: drainsSend(rt, createDrainClient(rt)),
     [ALERTS_TASK]: alertsEvaluate(rt),
+    [ALERT_DISPATCH_TASK]: alertsDispatch(rt),
   };
 }

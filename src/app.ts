@@ -22,6 +22,7 @@ import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
 import { jobStartDelay, watchDatabase } from './prom.ts';
 import { startMetricsServer } from './http/metrics.ts';
+import { startDrainScheduler } from './drains/send.ts';
 
 async function watchKeyRevocations(rt: Runtime) {
   for await (const _ of rt.pubsub.subscribe(API_KEYS_TOPIC)) forgetCachedKeys(rt);
@@ -64,6 +65,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let runner: Runner | undefined;
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
+  let drainScheduler: { stop(): void } | undefined;
   let stopRequested = false;
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
   const unwatch = watchDatabase({ main: db.pool, relaxed: db.relaxedPool });
@@ -148,6 +150,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     };
     runner = await startRunner();
     sweeper = startDeliverySweeper(rt);
+    drainScheduler = startDrainScheduler(rt);
     log.info({ concurrency: config.WORKER_CONCURRENCY }, 'job runner started');
     if (!http && config.METRICS_TOKEN && config.METRICS_PORT !== undefined) {
       metricsServer = await startMetricsServer(config.METRICS_TOKEN, config.METRICS_PORT, config.HOST);
@@ -171,6 +174,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         await metricsServer?.close();
         unwatch();
         sweeper?.stop();
+        drainScheduler?.stop();
         await runner?.stop();
         await engine?.rollups?.stop();
         await engine?.senders.close();

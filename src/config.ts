@@ -80,7 +80,7 @@ const schema = z.object({
   DRAIN_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(1_000),
   DRAIN_RETRY_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).default(300_000),
   /** How long one drain request may take. */
-  DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /** How often alert rules are evaluated (at most every 30 s by default). */
   ALERT_EVAL_INTERVAL_MS: z.coerce.number().int().min(100).max(30_000).default(30_000),
   /** SMTP server for email alert channels, e.g. smtp://user:pass@mail.example.com:587 (unset: email channels fail, recorded). */

@@ -54,10 +54,15 @@ async function evaluate() {
   await waitFor(async () => (await evaluateAlerts(app.rt)).ran, 10_000, 50);
 }
 
+/** The rule's dispatches, oldest first, once their channels were tried (each dispatch is sent by a job of its own). */
 async function dispatches(apiKey: string, ruleId: string) {
-  const res = await app.api(apiKey, 'GET', `/v1/project/alert-dispatches?ruleId=${ruleId}`);
-  expect(res.status).toBe(200);
-  return (res.body.items as any[]).reverse();
+  const items = await waitFor(async () => {
+    const res = await app.api(apiKey, 'GET', `/v1/project/alert-dispatches?ruleId=${ruleId}`);
+    expect(res.status).toBe(200);
+    const items = res.body.items as any[];
+    return items.every((d) => d.channels.every((c: any) => c.status !== 'pending')) ? items : null;
+  }, 15_000);
+  return items!.reverse();
 }
 
 /** Waits until the webhook's n deliveries finished and their attempts reached the roll-ups (written once a second). */

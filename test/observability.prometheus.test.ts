@@ -38,6 +38,12 @@ describe('Prometheus /metrics', () => {
     expect((await scrape(app.url, apiKey)).status).toBe(404);
     const notFound = await scrape(app.url, null);
     expect(JSON.parse(notFound.text).error.code).toBe('not_found');
+    // The scheme in any case; another scheme, or the token alone, is not it.
+    for (const [authorization, status] of [[`bearer ${TOKEN}`, 200], [`BEARER  ${TOKEN}`, 200], [`Basic ${TOKEN}`, 404], [TOKEN, 404], [`Bearer ${TOKEN}x`, 404]] as const) {
+      const res = await fetch(`${app.url}/metrics`, { headers: { authorization } });
+      await res.text();
+      expect(res.status, authorization).toBe(status);
+    }
   });
 
   it('serves the named series as parseable Prometheus text', async () => {

@@ -5,11 +5,14 @@ import { createOutboundClient, type OutboundClient } from '../destinations/sende
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
-import { sendAlert, type AlertMessage } from './channels.ts';
+import { sendAlert, type AlertMessage, type ChannelResult } from './channels.ts';
 import type { AlertChannel, ConditionType } from './rules.ts';
 import { STREAK_SQL } from '../metrics/rollup.ts';
 
 export const ALERTS_TASK = 'alerts__evaluate';
+/** One dispatch's channels, sent in a job of its own (retried): never inline in the evaluation. */
+export const ALERT_DISPATCH_TASK = 'alerts__dispatch';
+const DISPATCH_MAX_ATTEMPTS = 5;
 /**
  * graphile-worker's crontab line, once a minute (its finest step), keeps the evaluation planned;
  * each run plans the next ALERT_EVAL_INTERVAL_MS later (default 30 s) under the same job key.
@@ -92,12 +95,13 @@ export interface EvaluationReport {
  * Evaluates every enabled rule once (one evaluation at a time across processes: an advisory
  * lock). A rule fires when its condition holds and it is not firing, at most once per
  * cooldown (from its last firing); it resolves when the condition no longer holds. Each firing
- * and resolution is one dispatch row (written with the rule's new state, in one transaction),
- * then sent to the rule's channels, whose outcomes are written to the row.
+ * and resolution is one dispatch row, written with the rule's new state and its send job
+ * (ALERT_DISPATCH_TASK) in one transaction: the channels are sent by that job, out of the
+ * evaluation and its lock, so a slow channel delays no other rule and a crash leaves a job
+ * to retry, never a dispatch pending for good.
  */
-export async function evaluateAlerts(rt: Pick<Runtime, 'db' | 'config'>, client?: OutboundClient): Promise<EvaluationReport> {
+export async function evaluateAlerts(rt: Pick<Runtime, 'db' | 'config'>): Promise<EvaluationReport> {
   const report: EvaluationReport = { ran: false, evaluated: 0, fired: 0, resolved: 0 };
-  client ??= sharedClient ??= createOutboundClient({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, maxSockets: 16 });
   const db = rt.db.pool;
   const lock = await db.connect();
   try {
@@ -112,7 +116,7 @@ export async function evaluateAlerts(rt: Pick<Runtime, 'db' | 'config'>, client?
       for (const rule of rules) {
         report.evaluated++;
         try {
-          const outcome = await evaluateRule(rt, client, rule);
+          const outcome = await evaluateRule(rt, rule);
           if (outcome === 'firing') report.fired++;
           if (outcome === 'resolved') report.resolved++;
         } catch (err) {
@@ -128,7 +132,7 @@ export async function evaluateAlerts(rt: Pick<Runtime, 'db' | 'config'>, client?
   return report;
 }
 
-async function evaluateRule(rt: Pick<Runtime, 'db' | 'config'>, client: OutboundClient, rule: RuleRow): Promise<'firing' | 'resolved' | null> {
+async function evaluateRule(rt: Pick<Runtime, 'db' | 'config'>, rule: RuleRow): Promise<'firing' | 'resolved' | null> {
   const m = await measure(rt.db.pool, rule);
   const now = new Date();
   let state: 'firing' | 'resolved' | null = null;
@@ -140,6 +144,15 @@ async function evaluateRule(rt: Pick<Runtime, 'db' | 'config'>, client: Outbound
   }
   const dispatchId = newId('ald');
   const pending = rule.channels.map((c) => ({ type: c.type, target: c.type === 'email' ? c.to : c.url, status: 'pending', error: null }));
+  const message: AlertMessage = {
+    type: state === 'firing' ? 'alert.firing' : 'alert.resolved',
+    ruleId: rule.id,
+    dispatchId,
+    webhookId: m.webhookId,
+    value: m.value,
+    threshold: rule.threshold,
+    occurredAt: now.toISOString(),
+  };
   const written = await inTransaction(rt.db.pool, async (tx) => {
     // The rule as it is now: edited, deleted or already moved on by another evaluation, it is left alone.
     const { rows } = await tx.query<{ state: string }>('SELECT state FROM alert_rules WHERE id = $1 AND enabled FOR UPDATE', [rule.id]);
@@ -157,21 +170,41 @@ async function evaluateRule(rt: Pick<Runtime, 'db' | 'config'>, client: Outbound
       JSON.stringify(pending),
       now,
     ]);
+    await tx.query(`SELECT graphile_worker.add_job($1, $2::json, max_attempts := $3, job_key := 'alert_dispatch:' || $4)`, [
+      ALERT_DISPATCH_TASK,
+      JSON.stringify({ dispatchId, message }),
+      DISPATCH_MAX_ATTEMPTS,
+      dispatchId,
+    ]);
     return true;
   });
-  if (!written) return null;
-  const message: AlertMessage = {
-    type: state === 'firing' ? 'alert.firing' : 'alert.resolved',
-    ruleId: rule.id,
-    dispatchId,
-    webhookId: m.webhookId,
-    value: m.value,
-    threshold: rule.threshold,
-    occurredAt: now.toISOString(),
-  };
-  const results = await sendAlert(rt, client, { name: rule.name, conditionType: rule.condition_type, secret: decryptSecret(rule.secret_enc), channels: rule.channels }, message);
-  await rt.db.pool.query('UPDATE alert_dispatches SET channels = $2 WHERE id = $1', [dispatchId, JSON.stringify(results)]);
-  return state;
+  return written ? state : null;
+}
+
+/**
+ * The dispatch job: sends the message to the dispatch's channels not yet sent (the targets
+ * written with it, signed with the rule's current secret) and writes each outcome to the row.
+ * A channel that failed (after its own ALERT_WEBHOOK_TRIES) fails the job, which
+ * graphile-worker retries with backoff (up to 5 runs), sending only the channels still failed.
+ * A dispatch whose rule was deleted meanwhile is gone with it: nothing to send.
+ */
+export async function sendAlertDispatch(rt: Pick<Runtime, 'db' | 'config'>, dispatchId: string, message: AlertMessage, client?: OutboundClient): Promise<void> {
+  client ??= sharedClient ??= createOutboundClient({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, maxSockets: 16 });
+  const { rows } = await rt.db.pool.query<{ channels: ChannelResult[]; name: string; condition_type: string; secret_enc: string }>(
+    'SELECT d.channels, r.name, r.condition_type, r.secret_enc FROM alert_dispatches d JOIN alert_rules r ON r.id = d.rule_id WHERE d.id = $1',
+    [dispatchId],
+  );
+  if (!rows[0]) return;
+  const current = rows[0].channels;
+  const todo = current.map((c, i) => ({ c, i })).filter((x) => x.c.status !== 'sent');
+  if (todo.length === 0) return;
+  const channels: AlertChannel[] = todo.map(({ c }) => (c.type === 'email' ? { type: 'email', to: c.target } : { type: 'webhook', url: c.target }) as AlertChannel);
+  const results = await sendAlert(rt, client, { name: rows[0].name, conditionType: rows[0].condition_type, secret: decryptSecret(rows[0].secret_enc), channels }, message);
+  const next = [...current];
+  todo.forEach((x, k) => (next[x.i] = results[k]));
+  await rt.db.pool.query('UPDATE alert_dispatches SET channels = $2 WHERE id = $1', [dispatchId, JSON.stringify(next)]);
+  const failed = results.filter((r) => r.status === 'failed');
+  if (failed.length > 0) throw new Error(`alert dispatch ${dispatchId}: ${failed.length} channel(s) failed: ${failed.map((f) => f.error).join('; ')}`);
 }
 
 /** The job body: one evaluation, then the next planned ALERT_EVAL_INTERVAL_MS later. */

@@ -44,7 +44,7 @@ const RECORD_SQL = `WITH r AS (
               automation_version = COALESCE(r.automation_version, d.automation_version)
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at
+        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at, d.replay_of_id
      ), drain_events AS (
        -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
        -- only for projects that have an enabled drain.
@@ -82,7 +82,7 @@ const RECORD_SQL = `WITH r AS (
      ), notified AS (
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
      )
-     SELECT upd.id, upd.webhook_id, (extract(epoch FROM now() - upd.created_at) * 1000)::float8 AS age_ms, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
+     SELECT upd.id, upd.webhook_id, (extract(epoch FROM now() - upd.created_at) * 1000)::float8 AS age_ms, upd.replay_of_id IS NOT NULL AS replay, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM drain_events) AS drained
        FROM upd`;
 
@@ -103,6 +103,11 @@ export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: Attem
  * did not hold.
  */
 export async function recordAttemptsAged(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<(number | null)[]> {
+  return (await recordAttemptsDetailed(db, results)).map((r) => r?.ageMs ?? null);
+}
+
+/** recordAttemptsAged, also saying whether each delivery is a replay (or re-drive): its age is not an ingest-to-success latency. */
+async function recordAttemptsDetailed(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<({ ageMs: number; replay: boolean } | null)[]> {
   if (results.length === 0) return [];
   // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
   // instead of pg's per-element escaping of a dozen text arrays.
@@ -153,10 +158,10 @@ export async function recordAttemptsAged(db: pg.Pool | pg.PoolClient, results: A
     // (which statistics taken while nothing was in flight make look cheap).
     values: [JSON.stringify(batch), ATTEMPT_TASK, NOTIFY_CHANNEL, results.map((r) => r.deliveryId)],
   });
-  const recorded = new Map<string, number>();
+  const recorded = new Map<string, { ageMs: number; replay: boolean }>();
   const released = new Map<string, number>();
   for (const row of rows) {
-    recorded.set(row.id, Number(row.age_ms));
+    recorded.set(row.id, { ageMs: Number(row.age_ms), replay: row.replay === true });
     released.set(row.webhook_id, (released.get(row.webhook_id) ?? 0) + 1);
   }
   // Release the webhooks' in-flight slots in statements of their own, one webhook each: inside
@@ -228,13 +233,13 @@ export class AttemptRecorder {
         for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
           try {
             const recordedAt = Date.now();
-            const ages = await recordAttemptsAged(this.db, batch.map((p) => p.result));
+            const ages = await recordAttemptsDetailed(this.db, batch.map((p) => p.result));
             batch.forEach((p, i) => {
               const age = ages[i];
               if (age !== null) {
                 countAttempt(p.result);
                 const r = p.result;
-                this.rollups?.add({ webhookId: r.delivery.webhook_id, projectId: r.delivery.project_id, outcome: r.outcome, statusCode: r.statusCode, failure: r.failure, ageMs: age, recordedAt });
+                this.rollups?.add({ webhookId: r.delivery.webhook_id, projectId: r.delivery.project_id, outcome: r.outcome, statusCode: r.statusCode, failure: r.failure, ageMs: age.ageMs, replay: age.replay, recordedAt });
               }
               p.resolve(age !== null);
             });

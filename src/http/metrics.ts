@@ -10,9 +10,11 @@ import { sendError } from './respond.ts';
  * Without a token configured, or with a wrong or missing one, it does not exist (404).
  */
 export function createMetricsHandler(token: string | undefined) {
-  const expected = token ? Buffer.from(`Bearer ${token}`) : null;
+  const expected = token ? Buffer.from(token) : null;
   return async (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const given = Buffer.from(req.headers.authorization ?? '');
+    // The scheme in any case (RFC 9110: case-insensitive), the token compared in constant time.
+    const [scheme, credentials = ''] = (req.headers.authorization ?? '').trim().split(/\s+/, 2);
+    const given = Buffer.from(scheme.toLowerCase() === 'bearer' ? credentials : '');
     if (!expected || req.method !== 'GET' || given.length !== expected.length || !timingSafeEqual(given, expected)) throw new NotFound('metrics');
     const { contentType, body } = await metricsText();
     res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });

@@ -22,7 +22,9 @@ export function coerceArgs(args: readonly GraphQLArgument[], input: Record<strin
   const out: Record<string, unknown> = {};
   for (const arg of args) {
     const value = input[arg.name];
-    if (value === undefined || value === '') {
+    // A query string's `?name=` is read as absent, unless the argument says an empty value is a
+    // value of its own (extensions.emptyIsValue: its service then judges it, e.g. a 400).
+    if (value === undefined || (value === '' && arg.extensions?.emptyIsValue !== true)) {
       if (isNonNullType(arg.type)) throw new InvalidRequest(`${arg.name} is required.`, arg.name);
       continue;
     }

@@ -77,7 +77,8 @@ export const WebhookBacklogRef = builder.objectRef<WebhookBacklog>('WebhookBackl
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const windowArg = (arg: any) =>
-  arg.string({ required: false, description: '1h, 24h, 7d or 30d (default 24h).' });
+  // An explicit empty `?window=` reaches the service (a 400), not read as absent (src/http/validate-args.ts).
+  arg.string({ required: false, description: '1h, 24h, 7d or 30d (default 24h).', extensions: { emptyIsValue: true } });
 
 builder.prismaObjectField('Webhook', 'metrics', (t) =>
   t.field({

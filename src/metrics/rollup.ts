@@ -12,6 +12,12 @@ export interface RecordedAttempt {
   failure?: 'network' | 'timeout' | 'blocked';
   /** The delivery's age when the result was recorded (its ingest-to-success latency, for a success), ms. */
   ageMs: number;
+  /**
+   * A replay or re-drive (its delivery has replay_of_id): counted like any delivery (attempts,
+   * statuses, succeeded/failed: succeeded can so exceed the events ingested), but its age is
+   * no ingest-to-success latency and stays out of the latency sketch.
+   */
+  replay?: boolean;
   /** When it was recorded (its bucket). */
   recordedAt: number;
 }
@@ -71,7 +77,7 @@ export class RollupWriter {
     // An Automation that dropped the event made no attempt: nothing to count.
     if (a.outcome === 'cancelled') return;
     const cls = a.statusCode !== null ? `${Math.floor(a.statusCode / 100)}xx` : a.failure === 'timeout' ? 'timeout' : a.failure ? 'network' : null;
-    const latency = a.outcome === 'succeeded' ? String(sketchIndex(a.ageMs)) : null;
+    const latency = a.outcome === 'succeeded' && !a.replay ? String(sketchIndex(a.ageMs)) : null;
     for (const size of SIZES) {
       const start = Math.floor(a.recordedAt / 1000 / size) * size;
       const key = `${a.webhookId}|${size}|${start}`;
@@ -127,6 +133,8 @@ export class RollupWriter {
                      FROM json_to_recordset($1::json) AS r(webhook_id text, project_id text, size int, bucket_start timestamptz, succeeded int, failed int, attempts int,
                           retries int, s2 int, s3 int, s4 int, s5 int, net int, tmo int, latency jsonb)
                      JOIN webhooks w ON w.id = r.webhook_id
+                    -- The conflict key's order in every runner: two flushes lock shared rows in one order (no deadlock).
+                    ORDER BY r.webhook_id, r.size, r.bucket_start
                    ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET
                      succeeded = m.succeeded + excluded.succeeded, failed = m.failed + excluded.failed, attempts = m.attempts + excluded.attempts,
                      retries = m.retries + excluded.retries, status_2xx = m.status_2xx + excluded.status_2xx, status_3xx = m.status_3xx + excluded.status_3xx,
@@ -141,6 +149,7 @@ export class RollupWriter {
                  SELECT r.webhook_id, r.project_id, CASE WHEN r.reset THEN -r.failures - 1 ELSE r.failures END, now()
                    FROM json_to_recordset($2::json) AS r(webhook_id text, project_id text, reset bool, failures int)
                    JOIN webhooks w ON w.id = r.webhook_id
+                  ORDER BY r.webhook_id
                  ON CONFLICT (webhook_id) DO UPDATE SET updated_at = now(),
                    streak = CASE WHEN excluded.streak < 0 THEN excluded.streak ELSE ${STREAK_SQL('s.streak')} + excluded.streak END`,
           values: [JSON.stringify(buckets), JSON.stringify(streaks)],

@@ -60,6 +60,8 @@ export interface RetentionReport {
   auditLogsDeleted: number;
   /** Automation runs (history retention, like attempts). */
   automationRunsDeleted: number;
+  /** Operator-alert dispatches (history retention; src/alerts). */
+  alertDispatchesDeleted: number;
   dlqEntriesDeleted: number;
   rateWindowsDeleted: number;
   dedupeKeysDeleted: number;
@@ -87,6 +89,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Par
     replayJobsDeleted: 0,
     auditLogsDeleted: 0,
     automationRunsDeleted: 0,
+    alertDispatchesDeleted: 0,
     dlqEntriesDeleted: 0,
     rateWindowsDeleted: 0,
     dedupeKeysDeleted: 0,
@@ -288,7 +291,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
         [p.id, idBefore('rpl', history)],
       );
       // The project's rows that only history keeps, oldest first by id (ids are ULIDs: older than = below).
-      const olderRows = (table: 'audit_logs' | 'dlq_entries' | 'automation_runs', prefix: string) =>
+      const olderRows = (table: 'audit_logs' | 'dlq_entries' | 'automation_runs' | 'alert_dispatches', prefix: string) =>
         drain(
           db,
           s,
@@ -300,6 +303,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
       report.auditLogsDeleted += await olderRows('audit_logs', 'aud');
       report.dlqEntriesDeleted += await olderRows('dlq_entries', 'dlq');
       report.automationRunsDeleted += await olderRows('automation_runs', 'run');
+      report.alertDispatchesDeleted += await olderRows('alert_dispatches', 'ald');
       if (Date.now() > s.deadline) {
         report.complete = false;
         return;
