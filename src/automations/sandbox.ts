@@ -82,6 +82,11 @@ interface Slot {
   ready: Promise<void>;
 }
 
+/** An HTTP method is a token (RFC 9110 §5.6.2). */
+const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
+/** Headers the code may not set: the sandbox frames and routes the request itself. */
+const HOP_BY_HOP = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'expect']);
+
 const WORKER_URL = new URL('./sandbox-worker.mjs', import.meta.url);
 
 export class Sandbox {
@@ -123,8 +128,12 @@ export class Sandbox {
         done?.resolve(msg.problem);
       } else if (msg.type === 'fetch') {
         const run = slot.active.get(msg.runId);
-        const answer = run ? this.subrequest(run.request, msg.url, msg.init, msg.timeoutMs) : Promise.resolve({ error: 'the run is over' });
-        void answer.then((a) => worker.postMessage({ type: 'fetchResult', fetchId: msg.fetchId, answer: a }));
+        const answer = run ? this.subrequest(run.request, msg.url, msg.init, msg.timeoutMs) : Promise.resolve<FetchAnswer>({ error: 'the run is over' });
+        // Whatever happens to the subrequest, the worker is answered (and nothing escapes as an unhandled rejection).
+        void answer
+          .catch((err: unknown): FetchAnswer => ({ error: `the subrequest failed: ${(err as Error)?.message ?? String(err)}` }))
+          .then((a) => worker.postMessage({ type: 'fetchResult', fetchId: msg.fetchId, answer: a }))
+          .catch((err: unknown) => log.warn({ err }, 'could not answer an automation subrequest'));
       }
     });
     const fail = (why: string) => {
@@ -226,10 +235,24 @@ export class Sandbox {
     } catch {
       init = {};
     }
+    if (init === null || typeof init !== 'object') init = {};
     const method = typeof init.method === 'string' ? init.method.toUpperCase() : 'GET';
+    if (!HTTP_TOKEN.test(method)) return { error: `invalid method ${JSON.stringify(method.slice(0, 50))}` };
     const headers: Record<string, string> = {};
     if (init.headers && typeof init.headers === 'object') {
-      for (const [k, v] of Object.entries(init.headers as Record<string, unknown>)) headers[k.toLowerCase()] = String(v);
+      for (const [k, v] of Object.entries(init.headers as Record<string, unknown>)) {
+        const name = k.toLowerCase();
+        const value = String(v);
+        try {
+          http.validateHeaderName(name);
+          http.validateHeaderValue(name, value);
+        } catch (err) {
+          return { error: `invalid header ${JSON.stringify(name.slice(0, 100))}: ${(err as Error).message}` };
+        }
+        // Framing and routing are the sandbox's, not the code's.
+        if (HOP_BY_HOP.has(name)) continue;
+        headers[name] = value;
+      }
     }
     const body = typeof init.body === 'string' ? Buffer.from(init.body) : null;
     if (body && body.length > MAX_SUBREQUEST_BODY_BYTES) return { error: `the subrequest body exceeds ${MAX_SUBREQUEST_BODY_BYTES} bytes` };
@@ -243,11 +266,17 @@ export class Sandbox {
         resolve(a);
       };
       const mod = url.protocol === 'https:' ? https : http;
-      const req = mod.request(url, {
-        method,
-        headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
-        agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
-      });
+      let req: http.ClientRequest;
+      try {
+        req = mod.request(url, {
+          method,
+          headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+          agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
+        });
+      } catch (err) {
+        resolve({ error: `the subrequest could not be made: ${(err as Error).message}` });
+        return;
+      }
       const timer = setTimeout(() => {
         req.destroy();
         finish({ error: `the subrequest timed out after ${timeoutMs} ms` });
