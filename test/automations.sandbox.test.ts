@@ -223,6 +223,10 @@ describe('automations sandbox: hostile code (security review)', () => {
     expect(toJson).toMatchObject({ status: 'ok', result: { kind: 'drop' } });
     const promise = await run(`export default () => { Promise.prototype.then = function () { return 1 }; globalThis.Promise = function () {}; return "s" }`);
     expect(promise).toMatchObject({ status: 'ok', result: { kind: 'string', value: 's' } });
+    // A result beyond the 10 MB cap is the run's error (never a huge buffer on the service's thread).
+    const huge = await run('export default () => "x".repeat(10 * 1024 * 1024 + 1)', { limits: { ...LIMITS, memoryBytes: 96 * 1024 * 1024 } });
+    expect(huge).toMatchObject({ status: 'error', retryable: false });
+    expect(huge.error).toMatch(/exceeds/);
     for (const r of [forged, toJson, promise]) expect(typeof (r.result as { value?: unknown }).value === 'string' || r.result?.kind === 'drop').toBe(true);
   });
 

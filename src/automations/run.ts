@@ -224,7 +224,13 @@ async function runWithLease(
     const out = result.result;
     if (out.kind === 'drop') return { kind: 'drop', reason: `dropped by automation ${req.automationId} version ${req.version} (run ${runId})`, runId, version: req.version };
     if (out.kind === 'string') return { kind: 'payload', body: Buffer.from(out.value), contentType: 'text/plain; charset=utf-8', runId, version: req.version, value: out.value };
-    return { kind: 'payload', body: Buffer.from(out.value), contentType: 'application/json', runId, version: req.version, value: JSON.parse(out.value) };
+    let value: unknown;
+    try {
+      value = JSON.parse(out.value);
+    } catch {
+      return { kind: 'failed', error: `automation failed (error, run ${runId}): the result is not valid JSON`, terminal: true, runId, version: req.version, status: 'error' };
+    }
+    return { kind: 'payload', body: Buffer.from(out.value), contentType: 'application/json', runId, version: req.version, value };
   }
   const why = STATUS_TEXT[result.status] ?? 'the automation failed';
   return {

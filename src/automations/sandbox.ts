@@ -87,6 +87,27 @@ const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 /** Headers the code may not set: the sandbox frames and routes the request itself. */
 const HOP_BY_HOP = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'expect']);
 
+/** Largest result a run may produce (the ingest body cap, INGEST_BODY_LIMIT). */
+export const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+
+/**
+ * A worker's answer, checked before this thread uses it: an `ok` run's result must be one of the
+ * three shapes with a string value within MAX_RESULT_BYTES (never trust the shape of what came
+ * out of a run); anything else is the run's `error`.
+ */
+function checkedResult(r: RunResult): RunResult {
+  if (r.status !== 'ok') return r;
+  const out = r.result as { kind?: unknown; value?: unknown } | undefined;
+  let problem: string | null = null;
+  if (!out || typeof out !== 'object') problem = 'the run produced no result';
+  else if (out.kind === 'drop') problem = null;
+  else if (out.kind !== 'string' && out.kind !== 'json') problem = 'the run produced no result';
+  else if (typeof out.value !== 'string') problem = 'the run produced an invalid result';
+  else if (out.value.length > MAX_RESULT_BYTES || Buffer.byteLength(out.value) > MAX_RESULT_BYTES) problem = `the result exceeds ${MAX_RESULT_BYTES} bytes`;
+  if (!problem) return r;
+  return { ...r, status: 'error', error: problem, retryable: false, result: undefined };
+}
+
 const WORKER_URL = new URL('./sandbox-worker.mjs', import.meta.url);
 
 export class Sandbox {
@@ -120,7 +141,7 @@ export class Sandbox {
         if (!run) return;
         slot.active.delete(msg.runId);
         clearTimeout(run.timer);
-        run.resolve(msg.result as RunResult);
+        run.resolve(checkedResult(msg.result as RunResult));
       } else if (msg.type === 'checked') {
         const done = slot.checks.get(msg.runId);
         slot.checks.delete(msg.runId);
