@@ -257,3 +257,24 @@ describe('automations sandbox: hostile code (security review)', () => {
     expect((await run('export default () => { throw new TypeError("nope") }')).error).toBe('TypeError: nope');
   });
 });
+
+describe('automations sandbox: one run per worker', () => {
+  it('runs beyond the pool wait for a free worker (never share one); a worker whose memory grew is replaced', async () => {
+    const one = new Sandbox({ workers: 1, allowPrivate: true, recycleWasmBytes: 1 });
+    try {
+      const limits = { ...LIMITS, cpuMs: 150 };
+      const runs = [0, 1, 2].map(() => one.run({ code: 'export default () => { for (;;) {} }', eventJson: EVENT, limits, allowedHosts: [] }));
+      await new Promise((r) => setTimeout(r, 0));
+      expect(one.stats()).toMatchObject({ workers: 1, running: 1, queued: 2 });
+      const results = await Promise.all(runs);
+      // Each run had the worker alone: each reached its own CPU limit (none failed with another's).
+      for (const r of results) expect(r.status).toBe('cpu_limit');
+      expect(one.stats().recycled).toBeGreaterThanOrEqual(1);
+      const after = await one.run({ code: 'export default () => "still fine"', eventJson: EVENT, limits: LIMITS, allowedHosts: [] });
+      expect(after.result).toEqual({ kind: 'string', value: 'still fine' });
+      expect(one.stats()).toMatchObject({ running: 0, queued: 0 });
+    } finally {
+      await one.close();
+    }
+  });
+});

@@ -119,13 +119,22 @@ class RunLimit extends Error {
   runtime.dispose();
 }
 
+/** Size of the engine's WebAssembly memory (the main thread replaces a worker whose memory grew too much). */
+function wasmBytes() {
+  try {
+    return QuickJS.getWasmMemory().buffer.byteLength;
+  } catch {
+    return 0;
+  }
+}
+
 const pendingFetches = new Map();
 let nextFetchId = 1;
 
 parentPort.on('message', (msg) => {
   if (msg.type === 'run') {
     run(msg).then(
-      (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result }),
+      (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result, wasmBytes: wasmBytes() }),
       (err) => parentPort.postMessage({ type: 'result', runId: msg.runId, result: { status: 'error', error: `sandbox failure: ${err?.message ?? err}`, cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true } }),
     );
   } else if (msg.type === 'check') {
