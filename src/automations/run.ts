@@ -144,8 +144,8 @@ export async function runAutomation(
     return { kind: 'wait', runAt: new Date(Date.now() + WAIT_MS + Math.random() * WAIT_MS) };
   };
   // This process never runs more of the project's runs at once than the limit: those beyond it
-  // queue here briefly (a promise, no job slot of a drain), then wait as jobs.
-  const releaseLocal = await localSlot(req.projectId, quotas.automation_concurrency, req.mode === 'test' ? 0 : LOCAL_WAIT_MS);
+  // wait as jobs at once (deferred to runAt, jittered), never holding a runner's slot.
+  const releaseLocal = localSlot(req.projectId, quotas.automation_concurrency);
   if (!releaseLocal) return noSlot();
   try {
     return await runWithLease(rt, req, ctx, quotas.automation_concurrency, noSlot);
@@ -154,37 +154,21 @@ export async function runAutomation(
   }
 }
 
-/** How long a run waits in this process for one of the project's slots before its delivery waits as a job. */
-const LOCAL_WAIT_MS = 1_000;
-const localSlots = new Map<string, { active: number; waiters: (() => void)[] }>();
+const localSlots = new Map<string, { active: number }>();
 
-/** One of the project's `limit` slots in this process (a release function), or null after `maxWaitMs`. */
-function localSlot(projectId: string, limit: number, maxWaitMs: number): Promise<(() => void) | null> {
+/** One of the project's `limit` slots in this process (a release function), or null at once when all are taken. */
+function localSlot(projectId: string, limit: number): (() => void) | null {
   let s = localSlots.get(projectId);
-  if (!s) localSlots.set(projectId, (s = { active: 0, waiters: [] }));
+  if (!s) localSlots.set(projectId, (s = { active: 0 }));
   const slots = s;
-  const release = () => {
-    const next = slots.waiters.shift();
-    if (next) next();
-    else if (--slots.active === 0) localSlots.delete(projectId);
+  if (slots.active >= limit) return null;
+  slots.active++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--slots.active === 0) localSlots.delete(projectId);
   };
-  if (slots.active < limit) {
-    slots.active++;
-    return Promise.resolve(release);
-  }
-  if (maxWaitMs <= 0) return Promise.resolve(null);
-  return new Promise((resolve) => {
-    const waiter = () => {
-      clearTimeout(timer);
-      resolve(release);
-    };
-    const timer = setTimeout(() => {
-      const i = slots.waiters.indexOf(waiter);
-      if (i >= 0) slots.waiters.splice(i, 1);
-      resolve(null);
-    }, maxWaitMs);
-    slots.waiters.push(waiter);
-  });
 }
 
 async function runWithLease(
