@@ -201,4 +201,29 @@ describe('automations in the delivery path', () => {
       await receiver.close();
     }
   });
+
+  it('a run that cannot be made (a database error) is retried by the retry policy, with the pinned version', async () => {
+    const receiver = await startReceiver();
+    const { rows } = await app.rt.db.pool.query(`SELECT pg_get_functiondef('automation_lease_take(text,text,int,int)'::regprocedure) AS def`);
+    const original = rows[0].def as string;
+    try {
+      const { apiKey, projectId } = await app.project('pro');
+      const a = await automation(apiKey, 'export default (e) => e.body');
+      const wh = await hookWith(apiKey, receiver, a.id, { retryPolicy: { maxAttempts: 3, backoff: 'fixed', initialDelayMs: 100 } });
+      // This project's lease fails once (a transient database error), then works again (a sequence: not rolled back with the error).
+      await app.rt.db.pool.query(`DROP SEQUENCE IF EXISTS test_lease_failures; CREATE SEQUENCE test_lease_failures`);
+      await app.rt.db.pool.query(
+        original.replace(/BEGIN/i, `BEGIN\n  IF project = '${projectId}' AND nextval('test_lease_failures') = 1 THEN\n    RAISE EXCEPTION 'transient lease failure';\n  END IF;`),
+      );
+      const r = await send(wh, { n: 1 });
+      const d = await settled(apiKey, r.deliveryId, ['succeeded', 'failed'], 20_000);
+      expect(d).toMatchObject({ status: 'succeeded', attempts: 2, automationVersion: 1 });
+      const attempts = (await app.api(apiKey, 'GET', `/v1/deliveries/${r.deliveryId}/attempts`)).body.items;
+      const retried = attempts.find((x: any) => x.outcome === 'retry');
+      expect(retried.error).toMatch(/transient lease failure/);
+    } finally {
+      await app.rt.db.pool.query(original);
+      await receiver.close();
+    }
+  });
 });
