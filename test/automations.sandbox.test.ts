@@ -266,6 +266,7 @@ describe('automations sandbox: one run per worker', () => {
       const runs = [0, 1, 2].map(() => one.run({ code: 'export default () => { for (;;) {} }', eventJson: EVENT, limits, allowedHosts: [] }));
       await new Promise((r) => setTimeout(r, 0));
       expect(one.stats()).toMatchObject({ workers: 1, running: 1, queued: 2 });
+      expect(one.saturated()).toBe(true);
       const results = await Promise.all(runs);
       // Each run had the worker alone: each reached its own CPU limit (none failed with another's).
       for (const r of results) expect(r.status).toBe('cpu_limit');

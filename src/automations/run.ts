@@ -145,6 +145,9 @@ export async function runAutomation(
   };
   // This process never runs more of the project's runs at once than the limit: those beyond it
   // wait as jobs at once (deferred to runAt, jittered), never holding a runner's slot.
+  // Likewise when this process's sandbox has a queue as long as its pool (one run per worker):
+  // the delivery waits as a job rather than in a runner's slot.
+  if (req.mode === 'delivery' && sandboxOf(rt).saturated()) return noSlot();
   const releaseLocal = localSlot(req.projectId, quotas.automation_concurrency);
   if (!releaseLocal) return noSlot();
   try {

@@ -233,7 +233,7 @@ export class Sandbox {
 
   /** After a run: replaces a worker whose memory grew too much, then hands free workers to waiting runs. */
   private release(slot: Slot) {
-    if (!slot.retired && slot.active.size === 0 && slot.wasmBytes > (this.opts.recycleWasmBytes ?? RECYCLE_WASM_BYTES)) {
+    if (!slot.retired && slot.active.size === 0 && slot.checks.size === 0 && slot.wasmBytes > (this.opts.recycleWasmBytes ?? RECYCLE_WASM_BYTES)) {
       slot.retired = true;
       this.recycled++;
       log.info({ wasmBytes: slot.wasmBytes }, 'replacing an automation sandbox worker whose memory grew');
@@ -249,6 +249,11 @@ export class Sandbox {
       free.reserved = true;
       this.queue.shift()!(free);
     }
+  }
+
+  /** Every worker is taken and runs already wait for one: a delivery's run is better deferred as a job than queued here. */
+  saturated(): boolean {
+    return this.queue.length >= this.opts.workers;
   }
 
   /** Workers, runs in progress, runs waiting for a worker, workers replaced for their memory. */
