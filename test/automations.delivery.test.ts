@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAutomation } from '../src/automations/run.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest } from './support/webhooks.ts';
@@ -224,6 +225,28 @@ describe('automations in the delivery path', () => {
     } finally {
       await app.rt.db.pool.query(original);
       await receiver.close();
+    }
+  });
+
+  it('a run beyond the project’s concurrency in this process waits as a job at once (no runner slot held)', async () => {
+    const slow = await startReceiver(() => ({ status: 200, body: '{}', delayMs: 600 }));
+    try {
+      const { apiKey, projectId } = await app.project('enterprise');
+      await app.rt.db.pool.query(`UPDATE projects SET custom_quotas = custom_quotas || '{"automation_concurrency": 1}'::jsonb WHERE id = $1`, [projectId]);
+      await app.api(apiKey, 'PUT', '/v1/project/egress-policy', { allowedHosts: ['127.0.0.1'] });
+      const a = await automation(apiKey, `export default async (e, ctx) => { await ctx.fetch("${slow.url}/slow"); return e.body }`);
+      const event = { id: 'evt_local', receivedAt: new Date().toISOString(), channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: { n: 1 } };
+      const req = { projectId, automationId: a.id, version: 1, event, deliveryId: null, mode: 'delivery' as const };
+      const first = runAutomation(app.rt, req);
+      await waitFor(async () => (slow.received.length > 0 ? true : null), 10_000);
+      const started = performance.now();
+      const second = await runAutomation(app.rt, req);
+      expect(second.kind).toBe('wait');
+      // Answered at once (it used to wait up to 1 s for the first run's slot, then run).
+      expect(performance.now() - started).toBeLessThan(400);
+      expect((await first).kind).toBe('payload');
+    } finally {
+      await slow.close();
     }
   });
 });
