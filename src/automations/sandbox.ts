@@ -222,7 +222,7 @@ export class Sandbox {
    * watchdog's terminate, then concerns that run alone); runs beyond the pool wait here, in order.
    */
   private pick(): Promise<Slot | null> {
-    if (this.closed) throw new Error('the automation sandbox is closed');
+    if (this.closed) return Promise.resolve(null);
     const free = this.queue.length === 0 ? this.freeSlot() : null;
     if (free) {
       free.reserved = true;
