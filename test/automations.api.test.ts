@@ -36,6 +36,32 @@ async function setMonthlyUsage(projectId: string, metric: string, value: number)
 }
 
 describe('automations: routes', () => {
+  it('a PATCH racing a delete answers 404, not 500', async () => {
+    const { apiKey } = await app.project('pro');
+    const a = (await create(apiKey)).body;
+    // Another session holds the row, then deletes it: the PATCH (past its read) waits on the row, then finds it gone.
+    const holder = await app.rt.db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM automations WHERE id = $1 FOR UPDATE', [a.id]);
+      const patch = app.api(apiKey, 'PATCH', `/v1/automations/${a.id}`, { name: 'renamed' });
+      let waiting = false;
+      for (let i = 0; i < 200 && !waiting; i++) {
+        const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'`);
+        waiting = rows[0].n > 0;
+        if (!waiting) await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(waiting).toBe(true);
+      await holder.query('DELETE FROM automations WHERE id = $1', [a.id]);
+      await holder.query('COMMIT');
+      const res = await patch;
+      expect(res.status, JSON.stringify(res.body)).toBe(404);
+      expect(res.body.error?.code ?? res.body.code).toBe('not_found');
+    } finally {
+      holder.release();
+    }
+  });
+
   it('create, get, list, patch, versions, delete', async () => {
     const { apiKey } = await app.project('pro');
     const created = await create(apiKey);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAutomation } from '../src/automations/run.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest } from './support/webhooks.ts';
@@ -199,6 +200,53 @@ describe('automations in the delivery path', () => {
       await second.stop();
       await slow.close();
       await receiver.close();
+    }
+  });
+
+  it('a run that cannot be made (a database error) is retried by the retry policy, with the pinned version', async () => {
+    const receiver = await startReceiver();
+    const { rows } = await app.rt.db.pool.query(`SELECT pg_get_functiondef('automation_lease_take(text,text,int,int)'::regprocedure) AS def`);
+    const original = rows[0].def as string;
+    try {
+      const { apiKey, projectId } = await app.project('pro');
+      const a = await automation(apiKey, 'export default (e) => e.body');
+      const wh = await hookWith(apiKey, receiver, a.id, { retryPolicy: { maxAttempts: 3, backoff: 'fixed', initialDelayMs: 100 } });
+      // This project's lease fails once (a transient database error), then works again (a sequence: not rolled back with the error).
+      await app.rt.db.pool.query(`DROP SEQUENCE IF EXISTS test_lease_failures; CREATE SEQUENCE test_lease_failures`);
+      await app.rt.db.pool.query(
+        original.replace(/BEGIN/i, `BEGIN\n  IF project = '${projectId}' AND nextval('test_lease_failures') = 1 THEN\n    RAISE EXCEPTION 'transient lease failure';\n  END IF;`),
+      );
+      const r = await send(wh, { n: 1 });
+      const d = await settled(apiKey, r.deliveryId, ['succeeded', 'failed'], 20_000);
+      expect(d).toMatchObject({ status: 'succeeded', attempts: 2, automationVersion: 1 });
+      const attempts = (await app.api(apiKey, 'GET', `/v1/deliveries/${r.deliveryId}/attempts`)).body.items;
+      const retried = attempts.find((x: any) => x.outcome === 'retry');
+      expect(retried.error).toMatch(/transient lease failure/);
+    } finally {
+      await app.rt.db.pool.query(original);
+      await receiver.close();
+    }
+  });
+
+  it('a run beyond the project’s concurrency in this process waits as a job at once (no runner slot held)', async () => {
+    const slow = await startReceiver(() => ({ status: 200, body: '{}', delayMs: 600 }));
+    try {
+      const { apiKey, projectId } = await app.project('enterprise');
+      await app.rt.db.pool.query(`UPDATE projects SET custom_quotas = custom_quotas || '{"automation_concurrency": 1}'::jsonb WHERE id = $1`, [projectId]);
+      await app.api(apiKey, 'PUT', '/v1/project/egress-policy', { allowedHosts: ['127.0.0.1'] });
+      const a = await automation(apiKey, `export default async (e, ctx) => { await ctx.fetch("${slow.url}/slow"); return e.body }`);
+      const event = { id: 'evt_local', receivedAt: new Date().toISOString(), channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: { n: 1 } };
+      const req = { projectId, automationId: a.id, version: 1, event, deliveryId: null, mode: 'delivery' as const };
+      const first = runAutomation(app.rt, req);
+      await waitFor(async () => (slow.received.length > 0 ? true : null), 10_000);
+      const started = performance.now();
+      const second = await runAutomation(app.rt, req);
+      expect(second.kind).toBe('wait');
+      // Answered at once (it used to wait up to 1 s for the first run's slot, then run).
+      expect(performance.now() - started).toBeLessThan(400);
+      expect((await first).kind).toBe('payload');
+    } finally {
+      await slow.close();
     }
   });
 });

@@ -195,3 +195,87 @@ describe('automations sandbox: isolation', () => {
     expect(await sandbox.check('while (true) {} export default 1')).toBeNull();
   });
 });
+
+describe('automations sandbox: hostile code (security review)', () => {
+  it('a bad header name, header value or method fails the fetch, not the process', async () => {
+    const allowed = { allowedHosts: ['127.0.0.1'] };
+    const before = receiver.received.length;
+    for (const init of ['{ headers: { "a b": "x" } }', '{ headers: { "x-a": "1\\r\\nx-b: 2" } }', '{ method: "GE T" }', '{ method: "GET\\n" }']) {
+      const r = await run(`export default async (e, ctx) => { try { await ctx.fetch("${receiver.url}/bad", ${init}); return "sent" } catch (err) { return String(err.message) } }`, allowed);
+      expect(r.status, init).toBe('ok');
+      expect((r.result as { value: string }).value, init).toMatch(/invalid|header|method/i);
+    }
+    expect(receiver.received.length).toBe(before);
+    // Hop-by-hop headers set by the code are dropped; the request still goes out.
+    const ok = await run(`export default async (e, ctx) => (await ctx.fetch("${receiver.url}/hop", { method: "POST", body: "abc", headers: { host: "evil", "content-length": "999", "transfer-encoding": "chunked", connection: "close", "x-ok": "1" } })).status`, allowed);
+    expect(ok.status).toBe('ok');
+    expect((ok.result as { value: string }).value).toBe('200');
+    const got = receiver.received.at(-1)!;
+    expect(got.headers['x-ok']).toBe('1');
+    expect(got.headers.host).not.toBe('evil');
+    expect(got.headers['content-length']).toBe('3');
+  });
+
+  it('overriding JSON.stringify, Promise or Object.prototype.toJSON cannot forge the result envelope', async () => {
+    const forged = await run(`export default () => { JSON.stringify = () => '{"kind":"json","value":{"length":5}}'; return { a: 1 } }`);
+    expect(forged).toMatchObject({ status: 'ok', result: { kind: 'json', value: '{"a":1}' } });
+    const toJson = await run(`export default () => { Object.prototype.toJSON = function () { return { kind: 'json', value: { length: 1e9 } } }; return null }`);
+    expect(toJson).toMatchObject({ status: 'ok', result: { kind: 'drop' } });
+    const promise = await run(`export default () => { Promise.prototype.then = function () { return 1 }; globalThis.Promise = function () {}; return "s" }`);
+    expect(promise).toMatchObject({ status: 'ok', result: { kind: 'string', value: 's' } });
+    // A result beyond the 10 MB cap is the run's error (never a huge buffer on the service's thread).
+    const huge = await run('export default () => "x".repeat(10 * 1024 * 1024 + 1)', { limits: { ...LIMITS, memoryBytes: 96 * 1024 * 1024 } });
+    expect(huge).toMatchObject({ status: 'error', retryable: false });
+    expect(huge.error).toMatch(/exceeds/);
+    for (const r of [forged, toJson, promise]) expect(typeof (r.result as { value?: unknown }).value === 'string' || r.result?.kind === 'drop').toBe(true);
+  });
+
+  it('a thrown value with a looping toJSON, getter or Proxy ends at the CPU limit, in bounded time', async () => {
+    const limits = { ...LIMITS, cpuMs: 50 };
+    for (const code of [
+      'export default () => { throw { toJSON() { for (;;) {} } } }',
+      'export default () => { throw { get message() { for (;;) {} }, get name() { for (;;) {} } } }',
+      'export default () => { throw new Proxy({}, { get() { for (;;) {} }, getOwnPropertyDescriptor() { for (;;) {} }, getPrototypeOf() { for (;;) {} } }) }',
+      'throw { toJSON() { for (;;) {} } }; export default () => 1',
+      'export default async () => { await null; throw { toJSON() { for (;;) {} } } }',
+    ]) {
+      const started = performance.now();
+      const r = await run(code, { limits });
+      expect(performance.now() - started, code).toBeLessThan(3_000);
+      expect(['cpu_limit', 'error'], code).toContain(r.status);
+      expect(r.retryable, code).toBe(false);
+    }
+  });
+
+  it('throwing a promise, a symbol or null is an error of the code, not a retryable sandbox failure', async () => {
+    for (const code of ['export default () => { throw Promise.resolve(1) }', 'export default async () => { throw Promise.resolve(1) }', 'export default () => { throw Symbol("s") }', 'export default () => { throw null }', 'throw Promise.resolve(1); export default () => 1']) {
+      const r = await run(code);
+      expect(r.status, code).toBe('error');
+      expect(r.retryable, code).toBe(false);
+      expect(r.error, code).not.toMatch(/sandbox failure/);
+    }
+    expect((await run('export default () => { throw new TypeError("nope") }')).error).toBe('TypeError: nope');
+  });
+});
+
+describe('automations sandbox: one run per worker', () => {
+  it('runs beyond the pool wait for a free worker (never share one); a worker whose memory grew is replaced', async () => {
+    const one = new Sandbox({ workers: 1, allowPrivate: true, recycleWasmBytes: 1 });
+    try {
+      const limits = { ...LIMITS, cpuMs: 150 };
+      const runs = [0, 1, 2].map(() => one.run({ code: 'export default () => { for (;;) {} }', eventJson: EVENT, limits, allowedHosts: [] }));
+      await new Promise((r) => setTimeout(r, 0));
+      expect(one.stats()).toMatchObject({ workers: 1, running: 1, queued: 2 });
+      expect(one.saturated()).toBe(true);
+      const results = await Promise.all(runs);
+      // Each run had the worker alone: each reached its own CPU limit (none failed with another's).
+      for (const r of results) expect(r.status).toBe('cpu_limit');
+      expect(one.stats().recycled).toBeGreaterThanOrEqual(1);
+      const after = await one.run({ code: 'export default () => "still fine"', eventJson: EVENT, limits: LIMITS, allowedHosts: [] });
+      expect(after.result).toEqual({ kind: 'string', value: 'still fine' });
+      expect(one.stats()).toMatchObject({ running: 0, queued: 0 });
+    } finally {
+      await one.close();
+    }
+  });
+});

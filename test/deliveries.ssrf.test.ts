@@ -10,6 +10,10 @@ describe('outbound safety', () => {
     // IPv4 inside IPv6, as URL parsing writes it ([::ffff:127.0.0.1] becomes ::ffff:7f00:1): mapped, NAT64, compatible.
     for (const ip of ['::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '64:ff9b::7f00:1', '::7f00:1', '[::1]']) expect(isPrivateAddress(ip), ip).toBe(true);
     for (const ip of ['8.8.8.8', '1.1.1.1', '172.15.0.1', '2606:4700::1111', '::ffff:808:808', '64:ff9b::808:808']) expect(isPrivateAddress(ip), ip).toBe(false);
+    // 6to4 (2002::/16 carries an IPv4 in bits 16-48) and Teredo (2001::/32, the client inverted in the last 32 bits).
+    for (const ip of ['2002:7f00:1::', '2002:7f00:0001:0:0:0:0:1', '2002:a00:1::1', '2002:c0a8:101::', '2002:a9fe:a9fe::', '2001:0:4136:e378:8000:63bf:80ff:fffe', '2001::ffff:fffe'])
+      expect(isPrivateAddress(ip), ip).toBe(true);
+    for (const ip of ['2002:808:808::', '2002:101:101::1', '2001:0:4136:e378:8000:63bf:f7f7:f7f7', '2001:db9::1', '2606:4700:4700::1111']) expect(isPrivateAddress(ip), ip).toBe(false);
   });
 
   it('refuses loopback targets, by literal and after DNS resolution, unless private destinations are allowed', async () => {

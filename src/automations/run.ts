@@ -144,8 +144,11 @@ export async function runAutomation(
     return { kind: 'wait', runAt: new Date(Date.now() + WAIT_MS + Math.random() * WAIT_MS) };
   };
   // This process never runs more of the project's runs at once than the limit: those beyond it
-  // queue here briefly (a promise, no job slot of a drain), then wait as jobs.
-  const releaseLocal = await localSlot(req.projectId, quotas.automation_concurrency, req.mode === 'test' ? 0 : LOCAL_WAIT_MS);
+  // wait as jobs at once (deferred to runAt, jittered), never holding a runner's slot.
+  // Likewise when this process's sandbox has a queue as long as its pool (one run per worker):
+  // the delivery waits as a job rather than in a runner's slot.
+  if (req.mode === 'delivery' && sandboxOf(rt).saturated()) return noSlot();
+  const releaseLocal = localSlot(req.projectId, quotas.automation_concurrency);
   if (!releaseLocal) return noSlot();
   try {
     return await runWithLease(rt, req, ctx, quotas.automation_concurrency, noSlot);
@@ -154,37 +157,21 @@ export async function runAutomation(
   }
 }
 
-/** How long a run waits in this process for one of the project's slots before its delivery waits as a job. */
-const LOCAL_WAIT_MS = 1_000;
-const localSlots = new Map<string, { active: number; waiters: (() => void)[] }>();
+const localSlots = new Map<string, { active: number }>();
 
-/** One of the project's `limit` slots in this process (a release function), or null after `maxWaitMs`. */
-function localSlot(projectId: string, limit: number, maxWaitMs: number): Promise<(() => void) | null> {
+/** One of the project's `limit` slots in this process (a release function), or null at once when all are taken. */
+function localSlot(projectId: string, limit: number): (() => void) | null {
   let s = localSlots.get(projectId);
-  if (!s) localSlots.set(projectId, (s = { active: 0, waiters: [] }));
+  if (!s) localSlots.set(projectId, (s = { active: 0 }));
   const slots = s;
-  const release = () => {
-    const next = slots.waiters.shift();
-    if (next) next();
-    else if (--slots.active === 0) localSlots.delete(projectId);
+  if (slots.active >= limit) return null;
+  slots.active++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--slots.active === 0) localSlots.delete(projectId);
   };
-  if (slots.active < limit) {
-    slots.active++;
-    return Promise.resolve(release);
-  }
-  if (maxWaitMs <= 0) return Promise.resolve(null);
-  return new Promise((resolve) => {
-    const waiter = () => {
-      clearTimeout(timer);
-      resolve(release);
-    };
-    const timer = setTimeout(() => {
-      const i = slots.waiters.indexOf(waiter);
-      if (i >= 0) slots.waiters.splice(i, 1);
-      resolve(null);
-    }, maxWaitMs);
-    slots.waiters.push(waiter);
-  });
 }
 
 async function runWithLease(
@@ -224,7 +211,13 @@ async function runWithLease(
     const out = result.result;
     if (out.kind === 'drop') return { kind: 'drop', reason: `dropped by automation ${req.automationId} version ${req.version} (run ${runId})`, runId, version: req.version };
     if (out.kind === 'string') return { kind: 'payload', body: Buffer.from(out.value), contentType: 'text/plain; charset=utf-8', runId, version: req.version, value: out.value };
-    return { kind: 'payload', body: Buffer.from(out.value), contentType: 'application/json', runId, version: req.version, value: JSON.parse(out.value) };
+    let value: unknown;
+    try {
+      value = JSON.parse(out.value);
+    } catch {
+      return { kind: 'failed', error: `automation failed (error, run ${runId}): the result is not valid JSON`, terminal: true, runId, version: req.version, status: 'error' };
+    }
+    return { kind: 'payload', body: Buffer.from(out.value), contentType: 'application/json', runId, version: req.version, value };
   }
   const why = STATUS_TEXT[result.status] ?? 'the automation failed';
   return {

@@ -26,41 +26,72 @@ let QuickJS = await newQuickJSWASMModule(RELEASE_SYNC);
 const watch = new Float64Array(workerData.watch, 0, 1);
 const watchInfo = new Int32Array(workerData.watch, 8, 2);
 
+// The bootstrap runs before the user's code and captures every built-in it relies on (JSON,
+// String, Error, TypeError, Object.freeze, String.prototype.slice) in its closure: code that
+// replaces a global or a prototype method afterwards (JSON.stringify = ..., Object.prototype.toJSON,
+// Promise.prototype.then) changes nothing here. The result crosses as a string envelope built by
+// concatenation (no object is serialised): 'd' (drop), 's' + text, or 'j' + JSON text.
+// `describe` turns a thrown value into text inside the VM, so that any getter, toJSON or Proxy
+// trap of the user's runs within the CPU-accounted segment (never in the host, unaccounted).
 const BOOTSTRAP = `(() => {
   const hostLog = globalThis.__host_log;
   const hostFetch = globalThis.__host_fetch;
   delete globalThis.__host_log;
   delete globalThis.__host_fetch;
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const Str = String;
+  const Err = Error;
+  const TypeErr = TypeError;
+  const freeze = Object.freeze;
+  const slice = Function.prototype.call.bind(String.prototype.slice);
+  const MAX_ERROR = 4096;
   const show = (a) => {
     if (typeof a === 'string') return a;
-    try { const s = JSON.stringify(a); return s === undefined ? String(a) : s; } catch { return String(a); }
+    try { const s = stringify(a); return s === undefined ? Str(a) : s; } catch { return Str(a); }
   };
   const level = (name) => (...args) => { hostLog(name, args.map(show).join(' ')); };
-  globalThis.console = Object.freeze({ log: level('log'), info: level('info'), warn: level('warn'), error: level('error'), debug: level('debug') });
+  globalThis.console = freeze({ log: level('log'), info: level('info'), warn: level('warn'), error: level('error'), debug: level('debug') });
   const fetch = async (url, init) => {
-    const answer = JSON.parse(await hostFetch(String(url), JSON.stringify(init === undefined ? {} : init)));
-    if (answer.error) throw new Error(answer.error);
+    const answer = parse(await hostFetch(Str(url), stringify(init === undefined ? {} : init)));
+    if (answer.error) throw new Err(answer.error);
     const headers = answer.headers;
-    return Object.freeze({
+    return freeze({
       status: answer.status,
       ok: answer.status >= 200 && answer.status < 300,
-      headers: Object.freeze({ get: (name) => { const v = headers[String(name).toLowerCase()]; return v === undefined ? null : v; } }),
+      headers: freeze({ get: (name) => { const v = headers[Str(name).toLowerCase()]; return v === undefined ? null : v; } }),
       text: async () => answer.body,
-      json: async () => JSON.parse(answer.body),
+      json: async () => parse(answer.body),
     });
   };
-  const ctx = Object.freeze({ fetch });
-  return (fn, eventJson) => {
-    if (typeof fn !== 'function') throw new TypeError('the module has no default export function');
-    return Promise.resolve().then(() => fn(JSON.parse(eventJson), ctx)).then((r) => {
-      if (r === null) return JSON.stringify({ kind: 'drop' });
-      if (r === undefined) throw new TypeError('the default export returned undefined: return the payload to deliver, or null to drop the event');
-      if (typeof r === 'string') return JSON.stringify({ kind: 'string', value: r });
-      const s = JSON.stringify(r);
-      if (s === undefined) throw new TypeError('the result cannot be sent as JSON');
-      return JSON.stringify({ kind: 'json', value: s });
-    });
+  const ctx = freeze({ fetch });
+  const cut = (s) => (s.length > MAX_ERROR ? slice(s, 0, MAX_ERROR) + '…' : s);
+  const describe = (e) => {
+    const t = typeof e;
+    if (t === 'string') return cut('thrown: ' + e);
+    if (t === 'symbol') return 'thrown: a symbol';
+    if (e === null || (t !== 'object' && t !== 'function')) return 'thrown: ' + e;
+    let name;
+    let message;
+    try { name = e.name; message = e.message; } catch { return 'thrown: a value that cannot be described'; }
+    if (typeof name !== 'string') name = 'Error';
+    if (typeof message !== 'string') {
+      try { const s = stringify(e); message = typeof s === 'string' ? s : 'an object'; } catch { message = 'an object'; }
+    }
+    return cut(name + ': ' + message);
   };
+  const drive = async (fn, eventJson) => {
+    if (typeof fn !== 'function') throw new TypeErr('the module has no default export function');
+    await undefined;
+    const r = await fn(parse(eventJson), ctx);
+    if (r === null) return 'd';
+    if (r === undefined) throw new TypeErr('the default export returned undefined: return the payload to deliver, or null to drop the event');
+    if (typeof r === 'string') return 's' + r;
+    const s = stringify(r);
+    if (typeof s !== 'string') throw new TypeErr('the result cannot be sent as JSON');
+    return 'j' + s;
+  };
+  return freeze({ drive, describe });
 })()`;
 
 /** Ends a run from a host function: caught by no user code (the VM is interrupted at once). */
@@ -88,13 +119,22 @@ class RunLimit extends Error {
   runtime.dispose();
 }
 
+/** Size of the engine's WebAssembly memory (the main thread replaces a worker whose memory grew too much). */
+function wasmBytes() {
+  try {
+    return QuickJS.getWasmMemory().buffer.byteLength;
+  } catch {
+    return 0;
+  }
+}
+
 const pendingFetches = new Map();
 let nextFetchId = 1;
 
 parentPort.on('message', (msg) => {
   if (msg.type === 'run') {
     run(msg).then(
-      (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result }),
+      (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result, wasmBytes: wasmBytes() }),
       (err) => parentPort.postMessage({ type: 'result', runId: msg.runId, result: { status: 'error', error: `sandbox failure: ${err?.message ?? err}`, cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true } }),
     );
   } else if (msg.type === 'check') {
@@ -121,7 +161,7 @@ function check(code) {
     vm = runtime.newContext();
     const r = vm.evalCode(code, 'automation.js', { type: 'module', compileOnly: true });
     if (r.error) {
-      const text = errorText(vm, r.error);
+      const text = compileErrorText(vm, r.error);
       r.error.dispose();
       // Only what the parser reports is refused here; anything else shows in the run itself.
       return /^SyntaxError: /.test(text) ? text : null;
@@ -134,7 +174,8 @@ function check(code) {
   }
 }
 
-function errorText(vm, handle) {
+/** The parser's error of a compile check (no user code ran, so reading it runs none). */
+function compileErrorText(vm, handle) {
   const e = vm.dump(handle);
   if (e && typeof e === 'object') {
     const name = typeof e.name === 'string' ? e.name : 'Error';
@@ -142,6 +183,25 @@ function errorText(vm, handle) {
     return `${name}: ${message}`;
   }
   return `thrown: ${typeof e === 'string' ? e : JSON.stringify(e)}`;
+}
+
+/** Largest result a run may produce (the ingest body cap). */
+const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+
+/** The bootstrap's envelope ('d', 's' + text, 'j' + JSON text) as a result, or { error }. */
+function decodeEnvelope(envelope) {
+  const tag = envelope[0];
+  const value = envelope.slice(1);
+  if (tag === 'd' && value === '') return { kind: 'drop' };
+  if (tag !== 's' && tag !== 'j') return { error: 'the run produced no result' };
+  if (value.length > MAX_RESULT_BYTES || Buffer.byteLength(value) > MAX_RESULT_BYTES) return { error: `the result exceeds ${MAX_RESULT_BYTES} bytes` };
+  if (tag === 's') return { kind: 'string', value };
+  try {
+    JSON.parse(value);
+  } catch {
+    return { error: 'the result is not valid JSON' };
+  }
+  return { kind: 'json', value };
 }
 
 async function run({ runId, code, eventJson, limits }) {
@@ -206,6 +266,33 @@ async function run({ runId, code, eventJson, limits }) {
     ...extra,
   });
 
+  let describeFn;
+  /**
+   * A thrown value as text (and disposes of its handle): described inside the VM, within the
+   * CPU-accounted segment (a getter, toJSON or Proxy trap of the code's is interrupted at the
+   * limit); the host never dumps a value of the code's.
+   */
+  function describe(handle) {
+    let text = 'thrown: a value that cannot be described';
+    try {
+      const r = segment(() => vm.callFunction(describeFn, vm.undefined, handle));
+      if (r.error) r.error.dispose();
+      else {
+        if (vm.typeof(r.value) === 'string') text = vm.getString(r.value);
+        r.value.dispose();
+      }
+    } finally {
+      if (handle.alive) handle.dispose();
+    }
+    return text;
+  }
+  /** A failed run from a thrown value: a limit reached meanwhile wins; an out-of-memory error is memory_limit. */
+  function failedWith(handle) {
+    const text = describe(handle);
+    if (limit) return finish(limit.status, { error: limit.message });
+    if (/out of memory/i.test(text)) return finish('memory_limit', { error: 'the run ran out of memory' });
+    return finish('error', { error: text });
+  }
   try {
     const hostLog = keep(
       vm.newFunction('__host_log', (levelHandle, textHandle) => {
@@ -258,14 +345,13 @@ async function run({ runId, code, eventJson, limits }) {
     vm.setProp(vm.global, '__host_log', hostLog);
     vm.setProp(vm.global, '__host_fetch', hostFetch);
 
-    const drive = keep(vm.unwrapResult(segment(() => vm.evalCode(BOOTSTRAP, 'bootstrap.js'))));
+    const boot = keep(vm.unwrapResult(segment(() => vm.evalCode(BOOTSTRAP, 'bootstrap.js'))));
+    // Read before any user code runs: plain own properties of a frozen object of the bootstrap's.
+    const drive = keep(vm.getProp(boot, 'drive'));
+    describeFn = keep(vm.getProp(boot, 'describe'));
     const evaluated = segment(() => vm.evalCode(code, 'automation.js', { type: 'module' }));
+    if (evaluated.error) return failedWith(evaluated.error);
     if (limit) return finish(limit.status, { error: limit.message });
-    if (evaluated.error) {
-      const text = errorText(vm, evaluated.error);
-      evaluated.error.dispose();
-      return finish(/out of memory/i.test(text) ? 'memory_limit' : 'error', { error: /out of memory/i.test(text) ? 'the run ran out of memory' : text });
-    }
     let ns = keep(evaluated.value);
     // A module with top-level await evaluates to a promise of its namespace.
     if (!vm.getPromiseState(ns).notAPromise) {
@@ -273,22 +359,20 @@ async function run({ runId, code, eventJson, limits }) {
       if (settled.done) return settled.done;
       ns = settled.value;
     }
+    // The namespace's `default` is a binding of the module (no getter of the code's).
     const fn = keep(vm.getProp(ns, 'default'));
     const eventHandle = keep(vm.newString(eventJson));
     const called = segment(() => vm.callFunction(drive, vm.undefined, fn, eventHandle));
+    if (called.error) return failedWith(called.error);
     if (limit) return finish(limit.status, { error: limit.message });
-    if (called.error) {
-      const text = errorText(vm, called.error);
-      called.error.dispose();
-      return finish('error', { error: text });
-    }
     const promise = keep(called.value);
     const settled = await settle(promise);
     if (settled.done) return settled.done;
     const envelope = vm.typeof(settled.value) === 'string' ? vm.getString(settled.value) : null;
-    if (envelope === null) return finish('error', { error: 'the run produced no result' });
-    const parsed = JSON.parse(envelope);
-    return finish('ok', { result: parsed });
+    const result = envelope === null ? null : decodeEnvelope(envelope);
+    if (result === null) return finish('error', { error: 'the run produced no result' });
+    if (result.error) return finish('error', { error: result.error });
+    return finish('ok', { result });
   } catch (err) {
     if (err instanceof RunLimit) return finish(err.status, { error: err.message });
     if (limit) return finish(limit.status, { error: limit.message });
@@ -320,22 +404,10 @@ async function run({ runId, code, eventJson, limits }) {
         if (state.notAPromise) return { value: promiseHandle };
         return { value: keep(state.value) };
       }
-      if (state.type === 'rejected') {
-        const text = errorText(vm, state.error);
-        state.error.dispose();
-        if (limit) return { done: finish(limit.status, { error: limit.message }) };
-        if (/out of memory/i.test(text)) return { done: finish('memory_limit', { error: 'the run ran out of memory' }) };
-        return { done: finish('error', { error: text }) };
-      }
+      if (state.type === 'rejected') return { done: failedWith(state.error) };
       if (runtime.hasPendingJob()) {
         const jobs = segment(() => runtime.executePendingJobs(-1));
-        if (jobs.error) {
-          const text = errorText(vm, jobs.error);
-          jobs.error.dispose();
-          if (limit) return { done: finish(limit.status, { error: limit.message }) };
-          if (/out of memory/i.test(text)) return { done: finish('memory_limit', { error: 'the run ran out of memory' }) };
-          return { done: finish('error', { error: text }) };
-        }
+        if (jobs.error) return { done: failedWith(jobs.error) };
         continue;
       }
       if (fetchWaits.size > 0) {

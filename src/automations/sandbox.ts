@@ -80,12 +80,50 @@ interface Slot {
   active: Map<number, { request: RunRequest; resolve: (r: RunResult) => void; timer: NodeJS.Timeout }>;
   checks: Map<number, { resolve: (problem: string | null) => void; reject: (err: Error) => void }>;
   ready: Promise<void>;
+  /** Size of the worker's WebAssembly memory after its last run (it never shrinks). */
+  wasmBytes: number;
+  /** Stopped or being replaced: takes no more runs. */
+  retired: boolean;
+  /** Handed to a run that has not yet posted it. */
+  reserved: boolean;
+}
+
+/** A worker whose WebAssembly memory grew past this after a run is replaced (its memory never shrinks). */
+const RECYCLE_WASM_BYTES = 256 * 1024 * 1024;
+
+/** An HTTP method is a token (RFC 9110 §5.6.2). */
+const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
+/** Headers the code may not set: the sandbox frames and routes the request itself. */
+const HOP_BY_HOP = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'expect']);
+
+/** Largest result a run may produce (the ingest body cap, INGEST_BODY_LIMIT). */
+export const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+
+/**
+ * A worker's answer, checked before this thread uses it: an `ok` run's result must be one of the
+ * three shapes with a string value within MAX_RESULT_BYTES (never trust the shape of what came
+ * out of a run); anything else is the run's `error`.
+ */
+function checkedResult(r: RunResult): RunResult {
+  if (r.status !== 'ok') return r;
+  const out = r.result as { kind?: unknown; value?: unknown } | undefined;
+  let problem: string | null = null;
+  if (!out || typeof out !== 'object') problem = 'the run produced no result';
+  else if (out.kind === 'drop') problem = null;
+  else if (out.kind !== 'string' && out.kind !== 'json') problem = 'the run produced no result';
+  else if (typeof out.value !== 'string') problem = 'the run produced an invalid result';
+  else if (out.value.length > MAX_RESULT_BYTES || Buffer.byteLength(out.value) > MAX_RESULT_BYTES) problem = `the result exceeds ${MAX_RESULT_BYTES} bytes`;
+  if (!problem) return r;
+  return { ...r, status: 'error', error: problem, retryable: false, result: undefined };
 }
 
 const WORKER_URL = new URL('./sandbox-worker.mjs', import.meta.url);
 
 export class Sandbox {
   private slots: Slot[] = [];
+  /** Runs waiting for a free worker (one run per worker at a time). */
+  private queue: ((slot: Slot | null) => void)[] = [];
+  private recycled = 0;
   private nextRunId = 1;
   private closed = false;
   private readonly lookup: net.LookupFunction;
@@ -94,7 +132,7 @@ export class Sandbox {
 
   private watchdog: NodeJS.Timeout;
 
-  constructor(private readonly opts: { workers: number; allowPrivate: boolean }) {
+  constructor(private readonly opts: { workers: number; allowPrivate: boolean; recycleWasmBytes?: number }) {
     this.watchdog = setInterval(() => this.checkSegments(), WATCHDOG_INTERVAL_MS);
     this.watchdog.unref();
     this.lookup = guardedLookup(opts.allowPrivate);
@@ -107,7 +145,7 @@ export class Sandbox {
     const shared = new SharedArrayBuffer(16);
     // execArgv []: the worker is plain JavaScript and takes none of this process's loaders or preloads (tsx, --import).
     const worker = new Worker(WORKER_URL, { execArgv: [], resourceLimits: { maxOldGenerationSizeMb: 256 }, workerData: { watch: shared } });
-    const slot: Slot = { worker, watch: { started: new Float64Array(shared, 0, 1), info: new Int32Array(shared, 8, 2) }, active: new Map(), checks: new Map(), ready: Promise.resolve() };
+    const slot: Slot = { worker, watch: { started: new Float64Array(shared, 0, 1), info: new Int32Array(shared, 8, 2) }, active: new Map(), checks: new Map(), ready: Promise.resolve(), wasmBytes: 0, retired: false, reserved: false };
     worker.unref();
     worker.on('message', (msg) => {
       if (msg.type === 'result') {
@@ -115,7 +153,8 @@ export class Sandbox {
         if (!run) return;
         slot.active.delete(msg.runId);
         clearTimeout(run.timer);
-        run.resolve(msg.result as RunResult);
+        if (typeof msg.wasmBytes === 'number') slot.wasmBytes = msg.wasmBytes;
+        run.resolve(checkedResult(msg.result as RunResult));
       } else if (msg.type === 'checked') {
         const done = slot.checks.get(msg.runId);
         slot.checks.delete(msg.runId);
@@ -123,12 +162,17 @@ export class Sandbox {
         done?.resolve(msg.problem);
       } else if (msg.type === 'fetch') {
         const run = slot.active.get(msg.runId);
-        const answer = run ? this.subrequest(run.request, msg.url, msg.init, msg.timeoutMs) : Promise.resolve({ error: 'the run is over' });
-        void answer.then((a) => worker.postMessage({ type: 'fetchResult', fetchId: msg.fetchId, answer: a }));
+        const answer = run ? this.subrequest(run.request, msg.url, msg.init, msg.timeoutMs) : Promise.resolve<FetchAnswer>({ error: 'the run is over' });
+        // Whatever happens to the subrequest, the worker is answered (and nothing escapes as an unhandled rejection).
+        void answer
+          .catch((err: unknown): FetchAnswer => ({ error: `the subrequest failed: ${(err as Error)?.message ?? String(err)}` }))
+          .then((a) => worker.postMessage({ type: 'fetchResult', fetchId: msg.fetchId, answer: a }))
+          .catch((err: unknown) => log.warn({ err }, 'could not answer an automation subrequest'));
       }
     });
     const fail = (why: string) => {
       // A new worker replaces this one at the next run (not now: a worker that cannot start must not respawn in a loop).
+      slot.retired = true;
       this.slots = this.slots.filter((s) => s !== slot);
       for (const [runId, run] of slot.active) {
         clearTimeout(run.timer);
@@ -166,17 +210,65 @@ export class Sandbox {
     }
   }
 
-  private pick(): Slot {
-    if (this.closed) throw new Error('the automation sandbox is closed');
+  /** Spawns workers up to the pool's size: a free one, or null when every worker runs a run. */
+  private freeSlot(): Slot | null {
+    this.slots = this.slots.filter((s) => !s.retired);
     while (this.slots.length < this.opts.workers) this.slots.push(this.spawn());
-    let slot = this.slots[0];
-    for (const s of this.slots) if (s.active.size < slot.active.size) slot = s;
-    return slot;
+    return this.slots.find((s) => s.active.size === 0 && !s.reserved && s.killed === undefined) ?? null;
+  }
+
+  /**
+   * A worker for one run: each worker runs one run at a time (a long synchronous segment, or a
+   * watchdog's terminate, then concerns that run alone); runs beyond the pool wait here, in order.
+   */
+  private pick(): Promise<Slot | null> {
+    if (this.closed) return Promise.resolve(null);
+    const free = this.queue.length === 0 ? this.freeSlot() : null;
+    if (free) {
+      free.reserved = true;
+      return Promise.resolve(free);
+    }
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  /** After a run: replaces a worker whose memory grew too much, then hands free workers to waiting runs. */
+  private release(slot: Slot) {
+    if (!slot.retired && slot.active.size === 0 && slot.checks.size === 0 && slot.wasmBytes > (this.opts.recycleWasmBytes ?? RECYCLE_WASM_BYTES)) {
+      slot.retired = true;
+      this.recycled++;
+      log.info({ wasmBytes: slot.wasmBytes }, 'replacing an automation sandbox worker whose memory grew');
+      void slot.worker.terminate();
+    }
+    while (this.queue.length > 0) {
+      if (this.closed) {
+        this.queue.shift()!(null);
+        continue;
+      }
+      const free = this.freeSlot();
+      if (!free) return;
+      free.reserved = true;
+      this.queue.shift()!(free);
+    }
+  }
+
+  /** Every worker is taken and runs already wait for one: a delivery's run is better deferred as a job than queued here. */
+  saturated(): boolean {
+    return this.queue.length >= this.opts.workers;
+  }
+
+  /** Workers, runs in progress, runs waiting for a worker, workers replaced for their memory. */
+  stats(): { workers: number; running: number; queued: number; recycled: number } {
+    const live = this.slots.filter((s) => !s.retired);
+    return { workers: live.length, running: live.reduce((n, s) => n + s.active.size, 0), queued: this.queue.length, recycled: this.recycled };
   }
 
   /** Whether code compiles as an ES module (without running it): null, or the compiler's message. */
   check(code: string): Promise<string | null> {
-    const slot = this.pick();
+    if (this.closed) throw new Error('the automation sandbox is closed');
+    // A compile check is short (bounded at 1 s in the worker): it goes to the least busy worker.
+    this.freeSlot();
+    let slot = this.slots[0];
+    for (const s of this.slots) if (s.active.size + s.checks.size < slot.active.size + slot.checks.size) slot = s;
     const runId = this.nextRunId++;
     return new Promise((resolve, reject) => {
       slot.checks.set(runId, { resolve, reject });
@@ -186,22 +278,27 @@ export class Sandbox {
   }
 
   /** Runs one automation run in a worker; never throws (failures are results). */
-  run(request: RunRequest): Promise<RunResult> {
-    const chosen = this.pick();
+  async run(request: RunRequest): Promise<RunResult> {
+    const chosen = await this.pick();
+    if (!chosen) return { status: 'error', error: 'sandbox failure: the sandbox is closed', cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true };
     const runId = this.nextRunId++;
-    return new Promise((resolve) => {
-      // The engine's interrupt handler ends every run at its limits; a worker that still does
-      // not answer is replaced, and its runs fail.
-      const timer = setTimeout(() => {
-        log.error({ runId }, 'automation sandbox worker stuck; replacing it');
-        void chosen.worker.terminate();
-      }, request.limits.wallMs + STUCK_MARGIN_MS);
-      chosen.active.set(runId, { request, resolve, timer });
-      chosen.worker.postMessage({ type: 'run', runId, code: request.code, eventJson: request.eventJson, limits: request.limits });
-      chosen.worker.ref();
-    }).finally(() => {
+    try {
+      return await new Promise<RunResult>((resolve) => {
+        // The engine's interrupt handler ends every run at its limits; a worker that still does
+        // not answer is replaced, and its run fails.
+        const timer = setTimeout(() => {
+          log.error({ runId }, 'automation sandbox worker stuck; replacing it');
+          void chosen.worker.terminate();
+        }, request.limits.wallMs + STUCK_MARGIN_MS);
+        chosen.reserved = false;
+        chosen.active.set(runId, { request, resolve, timer });
+        chosen.worker.postMessage({ type: 'run', runId, code: request.code, eventJson: request.eventJson, limits: request.limits });
+        chosen.worker.ref();
+      });
+    } finally {
       if (chosen.active.size === 0 && chosen.checks.size === 0) chosen.worker.unref();
-    }) as Promise<RunResult>;
+      this.release(chosen);
+    }
   }
 
   /** One `ctx.fetch`: the egress policy, then the private-address guard, then the request. */
@@ -226,10 +323,24 @@ export class Sandbox {
     } catch {
       init = {};
     }
+    if (init === null || typeof init !== 'object') init = {};
     const method = typeof init.method === 'string' ? init.method.toUpperCase() : 'GET';
+    if (!HTTP_TOKEN.test(method)) return { error: `invalid method ${JSON.stringify(method.slice(0, 50))}` };
     const headers: Record<string, string> = {};
     if (init.headers && typeof init.headers === 'object') {
-      for (const [k, v] of Object.entries(init.headers as Record<string, unknown>)) headers[k.toLowerCase()] = String(v);
+      for (const [k, v] of Object.entries(init.headers as Record<string, unknown>)) {
+        const name = k.toLowerCase();
+        const value = String(v);
+        try {
+          http.validateHeaderName(name);
+          http.validateHeaderValue(name, value);
+        } catch (err) {
+          return { error: `invalid header ${JSON.stringify(name.slice(0, 100))}: ${(err as Error).message}` };
+        }
+        // Framing and routing are the sandbox's, not the code's.
+        if (HOP_BY_HOP.has(name)) continue;
+        headers[name] = value;
+      }
     }
     const body = typeof init.body === 'string' ? Buffer.from(init.body) : null;
     if (body && body.length > MAX_SUBREQUEST_BODY_BYTES) return { error: `the subrequest body exceeds ${MAX_SUBREQUEST_BODY_BYTES} bytes` };
@@ -243,11 +354,17 @@ export class Sandbox {
         resolve(a);
       };
       const mod = url.protocol === 'https:' ? https : http;
-      const req = mod.request(url, {
-        method,
-        headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
-        agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
-      });
+      let req: http.ClientRequest;
+      try {
+        req = mod.request(url, {
+          method,
+          headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+          agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
+        });
+      } catch (err) {
+        resolve({ error: `the subrequest could not be made: ${(err as Error).message}` });
+        return;
+      }
       const timer = setTimeout(() => {
         req.destroy();
         finish({ error: `the subrequest timed out after ${timeoutMs} ms` });
@@ -281,6 +398,7 @@ export class Sandbox {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const waiting of this.queue.splice(0)) waiting(null);
     clearInterval(this.watchdog);
     const slots = this.slots;
     this.slots = [];

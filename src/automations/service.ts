@@ -123,15 +123,18 @@ export async function updateAutomation(rt: Rt, projectId: string, id: string, in
       if (enforcing(rt) && active + 1 > quotas.active_automations) {
         throw new QuotaExceeded({ quota: 'active_automations', scope: 'project', limit: quotas.active_automations, current: active, delta: 1 });
       }
-      await client.query(`UPDATE automations SET status = 'active', name = COALESCE($3, name), updated_at = now() WHERE id = $1 AND project_id = $2`, [id, projectId, data.name ?? null]);
+      const { rowCount } = await client.query(`UPDATE automations SET status = 'active', name = COALESCE($3, name), updated_at = now() WHERE id = $1 AND project_id = $2`, [id, projectId, data.name ?? null]);
+      if (rowCount === 0) throw new NotFound('automation', id);
     });
     forgetRunContexts();
     return getAutomation(rt, projectId, id);
   }
   if (Object.keys(data).length === 0) return current;
-  const updated = await rt.db.prisma.automation.update({ where: { id }, data });
+  // Scoped to the project, and a 404 (not a 500) when the automation was deleted meanwhile.
+  const { count } = await rt.db.prisma.automation.updateMany({ where: { id, projectId }, data });
+  if (count === 0) throw new NotFound('automation', id);
   forgetRunContexts();
-  return updated;
+  return getAutomation(rt, projectId, id);
 }
 
 /** Deletes an automation with its versions and runs; 409 invalid_state while a webhook's transform pins it. */

@@ -343,7 +343,9 @@ async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Pr
   } else if (transform?.kind === 'automation' && typeof transform.automationId === 'string' && typeof transform.version === 'number') {
     automation = { id: transform.automationId, version: transform.version };
     const started = performance.now();
-    const out: AutomationOutcome = await runAutomation(engine.rt, {
+    let out: AutomationOutcome;
+    try {
+      out = await runAutomation(engine.rt, {
       projectId: claim.row.project_id,
       automationId: automation.id,
       version: automation.version,
@@ -361,6 +363,12 @@ async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Pr
         body: bodyForMatching(body),
       },
     });
+    } catch (err) {
+      // The run could not be made (the database, a lease, the engine): not an error of the code,
+      // so the webhook's retry policy decides, and the attempt names the pinned version.
+      log.warn({ err, deliveryId: claim.row.id }, 'an automation run could not be made; the attempt is retried by the retry policy');
+      return { kind: 'failed', error: `automation could not run: ${(err as Error)?.message ?? String(err)}`, terminal: false, durationMs: Math.round(performance.now() - started), automation };
+    }
     const durationMs = Math.round(performance.now() - started);
     if (out.kind === 'wait') return out;
     if (out.kind === 'drop') return { kind: 'drop', reason: out.reason, durationMs, automation };

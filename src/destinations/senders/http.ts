@@ -10,27 +10,54 @@ for (const [address, prefix] of [
 ] as const) PRIVATE.addSubnet(address, prefix, 'ipv4');
 for (const [address, prefix] of [['::', 127], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8]] as const) PRIVATE.addSubnet(address, prefix, 'ipv6');
 
-/** An IPv4 address carried in the last 32 bits of an IPv6 one (NAT64 64:ff9b::/96, IPv4-compatible ::/96), if any. */
-function embeddedIPv4(v6: string): string | null {
-  const tail = /^(?:64:ff9b::|::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6) ?? /^(?:64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(v6);
-  if (!tail) return null;
-  if (tail[2] === undefined) return tail[1];
-  const hi = parseInt(tail[1], 16);
-  const lo = parseInt(tail[2], 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted IPv4 counts as two), or null. */
+function ipv6Groups(v6: string): number[] | null {
+  let text = v6.replace(/%.*$/, '');
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number);
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail].map((g) => parseInt(g, 16));
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : null;
+}
+
+const v4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * IPv4 addresses carried in an IPv6 one, which reach (or are routed to) that IPv4 host: NAT64
+ * (64:ff9b::/96), IPv4-compatible (::/96), IPv4-mapped (::ffff:0:0/96), 6to4 (2002::/16, bits
+ * 16-48) and Teredo (2001::/32, the client's address inverted in the last 32 bits).
+ */
+function embeddedIPv4s(v6: string): string[] {
+  const g = ipv6Groups(v6);
+  if (!g) return [];
+  const out: string[] = [];
+  const zeroTo = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) out.push(v4Of(g[6], g[7]));
+  if (zeroTo(6)) out.push(v4Of(g[6], g[7]));
+  if (zeroTo(5) && g[5] === 0xffff) out.push(v4Of(g[6], g[7]));
+  if (g[0] === 0x2002) out.push(v4Of(g[1], g[2]));
+  if (g[0] === 0x2001 && g[1] === 0) out.push(v4Of(g[6] ^ 0xffff, g[7] ^ 0xffff));
+  return out;
 }
 
 /**
  * Addresses a webhook service must not be steered into (SSRF): private, loopback, link-local,
  * multicast, etc., also written as IPv4-mapped (::ffff:7f00:1, which the BlockList checks against
- * the IPv4 ranges), NAT64 or IPv4-compatible IPv6 addresses.
+ * the IPv4 ranges), NAT64, IPv4-compatible, 6to4 (2002:7f00:1::) or Teredo IPv6 addresses.
  */
 export function isPrivateAddress(ip: string): boolean {
   const address = ip.replace(/^\[|\]$/g, '').toLowerCase();
   if (net.isIPv4(address)) return PRIVATE.check(address, 'ipv4');
   if (!net.isIPv6(address)) return false;
-  const v4 = embeddedIPv4(address);
-  if (v4 && net.isIPv4(v4)) return PRIVATE.check(v4, 'ipv4');
+  if (embeddedIPv4s(address).some((v4) => net.isIPv4(v4) && PRIVATE.check(v4, 'ipv4'))) return true;
   return PRIVATE.check(address, 'ipv6');
 }
 
