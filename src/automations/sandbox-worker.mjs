@@ -385,7 +385,6 @@ async function run({ runId, code, eventJson, limits }) {
       vm.dispose();
       runtime.dispose();
     } catch (err) {
-      if (process.env.SANDBOX_DEBUG) console.error('dispose failed', runId, err?.message);
       // A runtime that cannot be torn down cleanly is not reused: a new engine instance
       // replaces this one for the runs that follow.
       QuickJS = await newQuickJSWASMModule(RELEASE_SYNC);
