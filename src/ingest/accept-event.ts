@@ -76,7 +76,13 @@ export type Admission = (target: IngestTarget) => Date | null;
  * envelopes name the webhook and show file links only where the project keeps file content).
  * Called again when the decision is taken again on a fresher lookup.
  */
-export type InboundEventSource = InboundEvent | ((target: IngestTarget) => InboundEvent);
+export type InboundEventSource = InboundEvent | DeferredInboundEvent;
+
+/** An event its channel (form, email) builds once the webhook is known; the channel is known before. */
+export interface DeferredInboundEvent {
+  channel: InboundEvent['channel'];
+  build(target: IngestTarget): InboundEvent;
+}
 
 /**
  * Accepts an event for the webhook `publicId`: takes the webhook's lookup (kept by this process,
@@ -95,20 +101,11 @@ export type InboundEventSource = InboundEvent | ((target: IngestTarget) => Inbou
  * Without, on the pool, and the runners are woken here.
  */
 export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
-  // The channel labels this process's Prometheus series; a source built once the webhook is
-  // known (form, email) names it when built ('unknown' for a refusal before that).
-  let channel: string = typeof event === 'function' ? 'unknown' : event.channel;
-  const source: InboundEventSource =
-    typeof event === 'function'
-      ? (target) => {
-          const built = event(target);
-          channel = built.channel;
-          return built;
-        }
-      : event;
+  // The channel labels this process's Prometheus series (and the ingest span).
+  const { channel } = event;
   const accept = async (span: Span | null) => {
     try {
-      const accepted = await acceptOnce(rt, publicId, source, admit, client);
+      const accepted = await acceptOnce(rt, publicId, event, admit, client);
       ingestEvents.inc({ channel, result: accepted.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
       span?.setAttributes({ 'relay.channel': channel, 'relay.event_id': accepted.eventId, 'relay.delivery_id': accepted.deliveryId, 'relay.status': accepted.status });
       return accepted;
@@ -142,7 +139,7 @@ async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSour
 async function acceptFor(rt: Runtime, target: IngestTarget | null, source: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const runAt = admit(target);
-  let event = typeof source === 'function' ? source(target) : source;
+  let event = 'build' in source ? source.build(target) : source;
   const secretHeader = target.providerPack && providerSecretHeader(target.providerPack);
   if (secretHeader && secretHeader in event.headers) {
     // The provider's secret itself (GitLab's token) is a credential, not part of the event.

@@ -222,7 +222,7 @@ async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: Po
     }
     return { channel: 'email' as const, method: 'POST', path: '/', query: {}, headers: { 'content-type': 'application/json' }, contentType: 'application/json', body, source: { body: mail.raw, contentType: 'message/rfc822' } };
   };
-  const accepted = await acceptEvent(rt, publicId, build, admitEmail, client);
+  const accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail, client);
   if (accepted.status === 'duplicate' || !keptNow || kept.size === 0) return { accepted, keptKeys: [] };
   const target = used!;
   const files: NewFile[] = candidates

@@ -264,10 +264,10 @@ export function createFormIngestHandler(rt: Runtime) {
       const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, { fieldSecret: form.secret, validate: () => void (location = checkRedirect(form.redirect)) });
       let accepted: AcceptedEvent;
       let kept = false;
-      if (written.length === 0) accepted = await acceptEvent(rt, publicId, build, admit);
+      if (written.length === 0) accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit);
       else {
         accepted = await inTransaction(rt.db.pool, async (client) => {
-          const a = await acceptEvent(rt, publicId, build, admit, client);
+          const a = await acceptEvent(rt, publicId, { channel: 'form', build }, admit, client);
           const target = used!;
           if (a.status === 'duplicate' || !keptNow) return a;
           const files: NewFile[] = form.files
