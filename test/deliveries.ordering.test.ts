@@ -142,6 +142,35 @@ describe('ordering and concurrency across two runners', () => {
     }, 10_000, 200);
   });
 
+  it('a leaked in-flight slot is given back while events keep arriving, and the held-back deliveries go out', async () => {
+    const receiver = await startReceiver();
+    const { apiKey, projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 1 });
+    // The one slot is taken by no attempt (a leak): nothing can be claimed.
+    await app.rt.db.pool.query('UPDATE webhooks SET in_flight = 1 WHERE id = $1', [wh.id]);
+    const ids: string[] = [];
+    // Events keep arriving (the webhook never goes quiet) while the sweeper runs.
+    const deadline = Date.now() + 15_000;
+    let healed = false;
+    while (Date.now() < deadline && !healed) {
+      ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ n: ids.length }))).deliveryId);
+      await sweepDeliveries(app.rt);
+      const { rows } = await app.rt.db.pool.query(
+        `SELECT in_flight, (SELECT count(*)::int FROM deliveries WHERE webhook_id = $1 AND status = 'delivering') AS delivering FROM webhooks WHERE id = $1`,
+        [wh.id],
+      );
+      healed = rows[0].in_flight === rows[0].delivering;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(healed).toBe(true);
+    const settled = (await allSettled(apiKey, ids))!;
+    expect(settled.every((d) => d.status === 'succeeded')).toBe(true);
+    // Results give their slot back in the statement that records them: nothing is left taken.
+    const { rows } = await app.rt.db.pool.query('SELECT in_flight FROM webhooks WHERE id = $1', [wh.id]);
+    expect(rows[0].in_flight).toBe(0);
+    await receiver.close();
+  });
+
   it('deliveries of a paused webhook wait and run after it is active again', async () => {
     const receiver = await startReceiver();
     const { apiKey, projectId } = await app.project('pro');

@@ -81,6 +81,11 @@ const RECORD_SQL = `WITH r AS (
         WHERE upd.status <> 'retrying'
      ), notified AS (
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
+     ), released AS (
+       -- The in-flight slots of the attempts recorded here, given back in the same statement (the
+       -- results are all of webhook $5: see recordAttemptsDetailed).
+       UPDATE webhooks SET in_flight = GREATEST(in_flight - (SELECT count(*) FROM upd), 0)
+        WHERE id = $5::text AND EXISTS (SELECT 1 FROM upd)
      )
      SELECT upd.id, upd.webhook_id, (extract(epoch FROM now() - upd.created_at) * 1000)::float8 AS age_ms, upd.replay_of_id IS NOT NULL AS replay, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM drain_events) AS drained
@@ -150,28 +155,39 @@ async function recordAttemptsDetailed(db: pg.Pool | pg.PoolClient, results: Atte
       ),
     };
   });
-  const { rows } = await db.query({
-    name: 'record_attempts',
-    text: RECORD_SQL,
-    // The ids once more as an array, and the status test out of the indexes' reach: the rows are
-    // found by primary key, never by a scan of every 'delivering' entry of the status index
-    // (which statistics taken while nothing was in flight make look cheap).
-    values: [JSON.stringify(batch), ATTEMPT_TASK, NOTIFY_CHANNEL, results.map((r) => r.deliveryId)],
+  // One statement per webhook, each giving its webhook's in-flight slots back itself: the counter
+  // and the rows it counts ('delivering') then always change together, so the counter never
+  // drifts (a crash between two statements cannot leak a slot) and the sweeper can check it
+  // against the rows at any time. One statement for several webhooks would lock their rows in
+  // an order of its own, and two such statements could deadlock. A drain's results are one
+  // webhook's, so a batch is almost always one statement.
+  const byWebhook = new Map<string, number[]>();
+  results.forEach((r, i) => {
+    const list = byWebhook.get(r.delivery.webhook_id);
+    if (list) list.push(i);
+    else byWebhook.set(r.delivery.webhook_id, [i]);
   });
-  const recorded = new Map<string, { ageMs: number; replay: boolean }>();
-  const released = new Map<string, number>();
-  for (const row of rows) {
-    recorded.set(row.id, { ageMs: Number(row.age_ms), replay: row.replay === true });
-    released.set(row.webhook_id, (released.get(row.webhook_id) ?? 0) + 1);
+  const out: ({ ageMs: number; replay: boolean } | null)[] = results.map(() => null);
+  for (const [webhookId, indexes] of [...byWebhook].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const { rows } = await db.query({
+      name: 'record_attempts',
+      text: RECORD_SQL,
+      // The ids once more as an array, and the status test out of the indexes' reach: the rows are
+      // found by primary key, never by a scan of every 'delivering' entry of the status index
+      // (which statistics taken while nothing was in flight make look cheap).
+      values: [
+        indexes.length === results.length ? JSON.stringify(batch) : JSON.stringify(indexes.map((i) => batch[i])),
+        ATTEMPT_TASK,
+        NOTIFY_CHANNEL,
+        indexes.map((i) => results[i]!.deliveryId),
+        webhookId,
+      ],
+    });
+    const recorded = new Map<string, { ageMs: number; replay: boolean }>();
+    for (const row of rows) recorded.set(row.id, { ageMs: Number(row.age_ms), replay: row.replay === true });
+    for (const i of indexes) out[i] = recorded.get(results[i]!.deliveryId) ?? null;
   }
-  // Release the webhooks' in-flight slots in statements of their own, one webhook each: inside
-  // the one above they would keep each webhook's row locked for that whole statement, and two
-  // batches taking two webhooks' locks in opposite orders could deadlock. A crash in between
-  // leaks the slots until the sweeper reconciles them.
-  for (const [webhookId, n] of [...released].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    await db.query({ name: 'release_in_flight', text: 'UPDATE webhooks SET in_flight = GREATEST(in_flight - $2, 0) WHERE id = $1', values: [webhookId, n] });
-  }
-  return results.map((r) => recorded.get(r.deliveryId) ?? null);
+  return out;
 }
 
 /** This process's Prometheus series for a recorded attempt. */

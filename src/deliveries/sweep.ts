@@ -1,4 +1,6 @@
+import type pg from 'pg';
 import { log } from '../log.ts';
+import { handOffDueDeliveries } from './claim-batch.ts';
 import type { Runtime } from '../runtime.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
 
@@ -37,16 +39,7 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
         [ATTEMPT_TASK],
       );
       if (rows.length > 0) log.info({ requeued: rows.length }, 'delivery sweep re-queued deliveries');
-      // A slot leaked by a runner that died between recording a result and releasing it: set the
-      // counter to the attempts really running, on webhooks quiet long enough that no claim or
-      // result is between its two statements.
-      await client.query(
-        `UPDATE webhooks w SET in_flight = live.n
-           FROM (SELECT w2.id, (SELECT count(*)::int FROM deliveries d WHERE d.webhook_id = w2.id AND d.status = 'delivering') AS n
-                   FROM webhooks w2 WHERE w2.in_flight > 0) live
-          WHERE w.id = live.id AND w.in_flight > live.n
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = w.id AND d.updated_at > now() - interval '30 seconds')`,
-      );
+      await reconcileInFlight(client);
       return rows.length;
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
@@ -54,6 +47,48 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
   } finally {
     client.release();
   }
+}
+
+/**
+ * Sets a webhook's in-flight counter (the maxInFlight semaphore) back to its attempts really
+ * running, should it ever differ. Every statement that changes the counter also moves the rows it
+ * counts ('delivering': the claims, recordAttempts, deferClaim), so the two agree at every commit
+ * and no crash between statements can leave a slot taken; this is a safety net against a slot
+ * leaked anyway, which would otherwise hold a webhook's deliveries back while events keep coming.
+ * A webhook found off is checked again under its row lock (claims and results take it), with a
+ * snapshot taken after the lock: the count then sees every change made under it.
+ */
+export async function reconcileInFlight(client: pg.PoolClient): Promise<number> {
+  const { rows: suspects } = await client.query(
+    `SELECT w.id FROM webhooks w
+      WHERE w.in_flight <> (SELECT count(*) FROM deliveries d WHERE d.webhook_id = w.id AND d.status = 'delivering')
+      LIMIT 100`,
+  );
+  let fixed = 0;
+  for (const { id } of suspects) {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT 1 FROM webhooks WHERE id = $1 FOR NO KEY UPDATE', [id]);
+      const { rows } = await client.query(
+        `UPDATE webhooks w SET in_flight = live.n
+           FROM (SELECT count(*)::int AS n FROM deliveries d WHERE d.webhook_id = $1 AND d.status = 'delivering') live
+          WHERE w.id = $1 AND w.in_flight <> live.n
+          RETURNING w.in_flight`,
+        [id],
+      );
+      await client.query('COMMIT');
+      if (rows[0]) {
+        fixed++;
+        // Its deliveries' jobs found no free slot and ended: a drain takes them up now.
+        await handOffDueDeliveries(client, id);
+        log.warn({ webhookId: id, inFlight: rows[0].in_flight }, 'delivery sweep set a webhook in-flight counter back to its running attempts');
+      }
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    }
+  }
+  return fixed;
 }
 
 export function startDeliverySweeper(rt: Runtime, everyMs = 5_000) {
