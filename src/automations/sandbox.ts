@@ -88,6 +88,15 @@ interface Slot {
   reserved: boolean;
 }
 
+/**
+ * A delivery's run waits in the process for a free worker only while the expected wait (the
+ * runs ahead of it, over the workers, times a recent run's time) is at most this; beyond it,
+ * its delivery waits as a job (see saturated()).
+ */
+const QUEUE_WAIT_MS = 50;
+/** What a run is expected to take before any ran (ms). */
+const INITIAL_RUN_MS = 25;
+
 /** A worker whose WebAssembly memory grew past this after a run is replaced (its memory never shrinks). */
 const RECYCLE_WASM_BYTES = 256 * 1024 * 1024;
 
@@ -124,6 +133,8 @@ export class Sandbox {
   /** Runs waiting for a free worker (one run per worker at a time). */
   private queue: ((slot: Slot | null) => void)[] = [];
   private recycled = 0;
+  /** A recent run's time from being handed to a worker to its result (ms, moving average). */
+  private runMs = INITIAL_RUN_MS;
   private nextRunId = 1;
   private closed = false;
   private readonly lookup: net.LookupFunction;
@@ -251,9 +262,24 @@ export class Sandbox {
     }
   }
 
-  /** Every worker is taken and runs already wait for one: a delivery's run is better deferred as a job than queued here. */
+  /**
+   * How many runs may wait for a worker at most: as many as the workers finish within
+   * QUEUE_WAIT_MS at a recent run's pace, and at least one per worker.
+   */
+  private maxQueue(): number {
+    return Math.max(this.opts.workers, Math.floor(QUEUE_WAIT_MS / Math.max(this.runMs, 0.1)) * this.opts.workers);
+  }
+
+  /** Runs already wait for a worker as long as a delivery's run should: it is better deferred as a job than queued here. */
   saturated(): boolean {
-    return this.queue.length >= this.opts.workers;
+    return this.queue.length >= this.maxQueue();
+  }
+
+  /** How many more runs could be handed to this sandbox now without saturating it (free workers and queue room). */
+  room(): number {
+    const free = this.slots.filter((s) => !s.retired && s.active.size === 0 && !s.reserved && s.killed === undefined).length;
+    const idle = this.queue.length === 0 ? Math.max(free, this.opts.workers - this.slots.length) : 0;
+    return Math.max(0, idle + this.maxQueue() - this.queue.length);
   }
 
   /** Workers, runs in progress, runs waiting for a worker, workers replaced for their memory. */
@@ -282,6 +308,7 @@ export class Sandbox {
     const chosen = await this.pick();
     if (!chosen) return { status: 'error', error: 'sandbox failure: the sandbox is closed', cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true };
     const runId = this.nextRunId++;
+    const started = performance.now();
     try {
       return await new Promise<RunResult>((resolve) => {
         // The engine's interrupt handler ends every run at its limits; a worker that still does
@@ -296,6 +323,7 @@ export class Sandbox {
         chosen.worker.ref();
       });
     } finally {
+      this.runMs += (performance.now() - started - this.runMs) / 16;
       if (chosen.active.size === 0 && chosen.checks.size === 0) chosen.worker.unref();
       this.release(chosen);
     }
