@@ -88,7 +88,7 @@ describe('automations: run records written in batches', () => {
       cpuMs: 1.5, subrequests: i % 2, logs: 'x\u0000', logBytes: 2, logsTruncated: false, error: null,
     });
     await Promise.all(Array.from({ length: 50 }, (_, i) => recorder.record(record(i))));
-    // Gathered into one statement (two at most: a batch may be under way when the others arrive).
+    // The first is written alone at once; the others, gathered meanwhile, in one more statement.
     expect(counts.get('automation_run_records')).toBeLessThanOrEqual(2);
     const runs = (await app.api(apiKey, 'GET', `/v1/automations/${created.body.id}/runs?limit=100`)).body.items;
     expect(runs).toHaveLength(50);

@@ -63,18 +63,11 @@ export async function writeRunRecords(db: pg.Pool | pg.PoolClient, records: RunR
 }
 
 const RETRY_FOR_MS = 30_000;
-/**
- * How long the first record after a pause waits for others to share its statement. Runs finish
- * one by one (one per worker at a time), not in clumps as a drain's attempts do, so without it
- * most statements would carry one or two records. A delivery's payload is sent meanwhile: the
- * wait delays the attempt's record, not the delivery.
- */
-const GATHER_MS = 5;
 
 /**
  * Gathers the records of runs finishing at about the same time in this process into one
- * statement (as AttemptRecorder does for attempts): the first waits GATHER_MS for others, and
- * while one batch is written the next fills up, so under load many runs share a round trip. While the
+ * statement (as AttemptRecorder does for attempts): while one batch is written the next fills
+ * up, so under load many runs share a round trip and alone each is written at once. While the
  * database is away the records wait (up to 30 s) and are written when it is back.
  * record() resolves once the run's record is written; it rejects when it could not be.
  */
@@ -90,10 +83,7 @@ export class RunRecorder {
   record(record: RunRecord): Promise<void> {
     return new Promise((resolve, reject) => {
       this.pending.push({ record, resolve, reject });
-      if (!this.writing) {
-        this.writing = true;
-        setTimeout(() => void this.drain(), GATHER_MS);
-      }
+      if (!this.writing) void this.drain();
     });
   }
 
