@@ -142,20 +142,28 @@ export async function settleAutomationRuns(rt: Rt): Promise<void> {
 
 /** Which project, and its concurrency limit, the webhook's runs were last made for in this process. */
 const webhookRuns = new Map<string, { projectId: string; limit: number; at: number }>();
-const WEBHOOK_RUNS_TTL_MS = 5_000;
+/**
+ * How long that stays a hint. Long enough to span the pauses between a webhook's bursts (a drain
+ * that starts without it claims as for a plain webhook, and sends most of its claims back);
+ * after a transform is removed, the webhook's drains claim at most the old limit at a time for
+ * this long.
+ */
+const WEBHOOK_RUNS_TTL_MS = 30_000;
 
 /**
  * How many more deliveries of the webhook this process could start the Automation run of now,
  * so that a drain claims no more than can run (the others would only be sent back to wait as
- * jobs): the project's free concurrency slots as this process sees them, and what its sandbox
- * can take without a long wait. Infinity for a webhook whose runs this process has not made
- * lately (no Automation, or none yet: the first claim tells). At least 1 when `inFlight` is 0,
- * so a drain never stops for it.
+ * jobs): the project's concurrency slots this process does not use (optimistic about other
+ * processes). Infinity for a webhook whose runs this process has not made lately (no
+ * Automation, or none yet: the first claim tells). At least 1 when `inFlight` is 0, so a drain
+ * never stops for it. (Not bounded by the sandbox's queue: a drain wakes when a delivery is
+ * done, not when its run is, so that bound would starve it; saturated() defers what the
+ * sandbox would take too long to start.)
  */
 export function automationRoom(rt: Rt, webhookId: string | null | undefined, inFlight: number): number {
   const w = webhookId ? webhookRuns.get(webhookId) : undefined;
   if (!w || Date.now() - w.at > WEBHOOK_RUNS_TTL_MS) return Infinity;
-  const room = Math.min(shared(rt).slots.room(w.projectId, w.limit), sandboxOf(rt).room());
+  const room = shared(rt).slots.room(w.projectId, w.limit);
   return inFlight === 0 ? Math.max(1, room) : room;
 }
 

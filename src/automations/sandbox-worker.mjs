@@ -146,15 +146,20 @@ spare = prepare();
 parentPort.on('message', (msg) => {
   if (msg.type === 'run') {
     const prepared = { current: null };
+    const received = performance.now();
     engineReady
       .then(() => run(msg, prepared))
       .then(
-        (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result, wasmBytes: wasmBytes() }),
+        // `ms`: this worker's time for a run (the run, and making the runtime ready before it),
+        // for the main thread's estimate of a queued run's wait.
+        (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result, wasmBytes: wasmBytes(), ms: performance.now() - received + takeUpkeepMs() }),
         (err) => parentPort.postMessage({ type: 'result', runId: msg.runId, result: { status: 'error', error: `sandbox failure: ${err?.message ?? err}`, cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true } }),
       )
       .then(() => {
         // After the answer: the run's runtime goes, the next one is made ready.
+        const t = performance.now();
         if (prepared.current) retire(prepared.current);
+        upkeepMs += performance.now() - t;
         makeSpare();
       });
   } else if (msg.type === 'check') {
@@ -268,15 +273,25 @@ function retire(p) {
   }
 }
 
+/** Time spent disposing of runtimes and making the next ready since the last answer (ms). */
+let upkeepMs = 0;
+function takeUpkeepMs() {
+  const ms = upkeepMs;
+  upkeepMs = 0;
+  return ms;
+}
+
 function makeSpare() {
   if (spare) return;
   void engineReady.then(() => {
     if (spare) return;
+    const t = performance.now();
     try {
       spare = prepare();
     } catch {
       // The next run prepares its own (and reports the failure).
     }
+    upkeepMs += performance.now() - t;
   });
 }
 

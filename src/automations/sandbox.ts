@@ -133,7 +133,7 @@ export class Sandbox {
   /** Runs waiting for a free worker (one run per worker at a time). */
   private queue: ((slot: Slot | null) => void)[] = [];
   private recycled = 0;
-  /** A recent run's time from being handed to a worker to its result (ms, moving average). */
+  /** A recent run's time in its worker (ms, moving average). */
   private runMs = INITIAL_RUN_MS;
   private nextRunId = 1;
   private closed = false;
@@ -165,6 +165,7 @@ export class Sandbox {
         slot.active.delete(msg.runId);
         clearTimeout(run.timer);
         if (typeof msg.wasmBytes === 'number') slot.wasmBytes = msg.wasmBytes;
+        if (typeof msg.ms === 'number' && Number.isFinite(msg.ms)) this.runMs += (Math.max(0, msg.ms) - this.runMs) / 16;
         run.resolve(checkedResult(msg.result as RunResult));
       } else if (msg.type === 'checked') {
         const done = slot.checks.get(msg.runId);
@@ -275,12 +276,6 @@ export class Sandbox {
     return this.queue.length >= this.maxQueue();
   }
 
-  /** How many more runs could be handed to this sandbox now without saturating it (free workers and queue room). */
-  room(): number {
-    const free = this.slots.filter((s) => !s.retired && s.active.size === 0 && !s.reserved && s.killed === undefined).length;
-    const idle = this.queue.length === 0 ? Math.max(free, this.opts.workers - this.slots.length) : 0;
-    return Math.max(0, idle + this.maxQueue() - this.queue.length);
-  }
 
   /** Workers, runs in progress, runs waiting for a worker, workers replaced for their memory. */
   stats(): { workers: number; running: number; queued: number; recycled: number } {
@@ -308,7 +303,6 @@ export class Sandbox {
     const chosen = await this.pick();
     if (!chosen) return { status: 'error', error: 'sandbox failure: the sandbox is closed', cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true };
     const runId = this.nextRunId++;
-    const started = performance.now();
     try {
       return await new Promise<RunResult>((resolve) => {
         // The engine's interrupt handler ends every run at its limits; a worker that still does
@@ -323,7 +317,6 @@ export class Sandbox {
         chosen.worker.ref();
       });
     } finally {
-      this.runMs += (performance.now() - started - this.runMs) / 16;
       if (chosen.active.size === 0 && chosen.checks.size === 0) chosen.worker.unref();
       this.release(chosen);
     }
