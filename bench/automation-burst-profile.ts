@@ -64,8 +64,41 @@ try {
     await receiver.waitFor(before + n, 300_000);
     return n / ((performance.now() - start) / 1000);
   }
+  async function steady(wh: { publicId: string; ingestSecret: string }, rate: number, seconds: number) {
+    const sent: { t0: number; id: string }[] = [];
+    const pending: Promise<void>[] = [];
+    const start = performance.now();
+    for (let i = 0; i < rate * seconds; i++) {
+      const wait = start + (i * 1000) / rate - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const t0 = performance.timeOrigin + performance.now();
+      pending.push(
+        post(`${url}/i/${wh.publicId}`, { authorization: `Bearer ${wh.ingestSecret}`, 'content-type': 'application/json' }, kilobyteEvent(seq++)).then((r) => {
+          sent.push({ t0, id: JSON.parse(r.body).eventId });
+        }),
+      );
+    }
+    await Promise.all(pending);
+    const deadline = Date.now() + 60_000;
+    while (sent.some((x) => !receiver.firstSeen.has(x.id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const lat = sent.map((x) => receiver.firstSeen.get(x.id)! - x.t0).sort((a, b) => a - b);
+    return { p50: lat[Math.floor(lat.length / 2)], p90: lat[Math.floor(lat.length * 0.9)] };
+  }
   await burst(hooks.plain, 200);
   await burst(hooks.automation, 200);
+  if (process.env.STEADY) {
+    for (let round = 0; round < 3; round++) {
+      for (const side of ['plain', 'automation'] as const) {
+        counts.clear();
+        const s = await steady(hooks[side], 100, 4);
+        const statements = [...counts].filter(([n]) => /automation|defer|claim|record/.test(n)).map(([n, c]) => `${n} ${c}`).join(', ');
+        log(`steady 100/s ${side}: p50 ${s.p50.toFixed(1)} ms, p90 ${s.p90.toFixed(1)} ms; ${statements}`);
+        await new Promise((r) => setTimeout(r, 1000));
+        const held = await app.rt.db.pool.query('SELECT count(*)::int AS n FROM automation_leases');
+        log(`  leases held 1 s later: ${held.rows[0].n}`);
+      }
+    }
+  }
   for (const side of ['plain', 'automation'] as const) {
     counts.clear();
     const perSec = await burst(hooks[side], EVENTS);
