@@ -88,7 +88,9 @@ try {
   await burst(hooks.automation, 200);
   if (process.env.STEADY) {
     for (let round = 0; round < 3; round++) {
-      for (const side of ['plain', 'automation'] as const) {
+      // As the bench's rounds go: a steady phase right after a plain burst (STEADY=after-burst).
+      if (process.env.STEADY === 'after-burst') log(`plain burst: ${(await burst(hooks.plain, EVENTS)).toFixed(0)} deliveries/s`);
+      for (const side of (process.env.STEADY === 'after-burst' ? ['automation', 'plain'] : ['plain', 'automation']) as ('plain' | 'automation')[]) {
         counts.clear();
         const s = await steady(hooks[side], 100, 4);
         const statements = [...counts].filter(([n]) => /automation|defer|claim|record/.test(n)).map(([n, c]) => `${n} ${c}`).join(', ');
