@@ -135,11 +135,6 @@ function shared(rt: Rt) {
   return s;
 }
 
-/** Gives back the concurrency slots this process holds and nobody uses, and waits for the run records being written. */
-export async function settleAutomationRuns(rt: Rt): Promise<void> {
-  await shared(rt).slots.settle();
-}
-
 /** Which project, and its concurrency limit, the webhook's runs were last made for in this process. */
 const webhookRuns = new Map<string, { projectId: string; limit: number; at: number }>();
 /**
