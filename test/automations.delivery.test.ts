@@ -194,8 +194,11 @@ describe('automations in the delivery path', () => {
       expect(slow.received).toHaveLength(4);
       expect(Date.now() - started).toBeGreaterThanOrEqual(4 * 300);
       expect(await runsOf(apiKey, a.id)).toHaveLength(4);
-      const { rows } = await app.rt.db.pool.query('SELECT count(*)::int AS n FROM automation_leases WHERE project_id = $1', [projectId]);
-      expect(rows[0].n).toBe(0);
+      // Every slot is given back once unused (after a short linger, see slots.ts).
+      await waitFor(async () => {
+        const { rows } = await app.rt.db.pool.query('SELECT count(*)::int AS n FROM automation_leases WHERE project_id = $1', [projectId]);
+        return rows[0].n === 0;
+      }, 5_000);
     } finally {
       await second.stop();
       await slow.close();
@@ -205,7 +208,7 @@ describe('automations in the delivery path', () => {
 
   it('a run that cannot be made (a database error) is retried by the retry policy, with the pinned version', async () => {
     const receiver = await startReceiver();
-    const { rows } = await app.rt.db.pool.query(`SELECT pg_get_functiondef('automation_lease_take(text,text,int,int)'::regprocedure) AS def`);
+    const { rows } = await app.rt.db.pool.query(`SELECT pg_get_functiondef('automation_leases_take(text,text[],int,int)'::regprocedure) AS def`);
     const original = rows[0].def as string;
     try {
       const { apiKey, projectId } = await app.project('pro');
@@ -214,7 +217,7 @@ describe('automations in the delivery path', () => {
       // This project's lease fails once (a transient database error), then works again (a sequence: not rolled back with the error).
       await app.rt.db.pool.query(`DROP SEQUENCE IF EXISTS test_lease_failures; CREATE SEQUENCE test_lease_failures`);
       await app.rt.db.pool.query(
-        original.replace(/BEGIN/i, `BEGIN\n  IF project = '${projectId}' AND nextval('test_lease_failures') = 1 THEN\n    RAISE EXCEPTION 'transient lease failure';\n  END IF;`),
+        original.replace(/\nBEGIN/i, `\nBEGIN\n  IF project = '${projectId}' AND nextval('test_lease_failures') = 1 THEN\n    RAISE EXCEPTION 'transient lease failure';\n  END IF;`),
       );
       const r = await send(wh, { n: 1 });
       const d = await settled(apiKey, r.deliveryId, ['succeeded', 'failed'], 20_000);

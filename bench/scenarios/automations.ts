@@ -53,7 +53,7 @@ const automations: Scenario = {
         p50Ms: 0,
         p99Ms: 0,
         baseline: 'burst without automation',
-        notes: `per round: ${r.automation.burstPerSec.map((x) => x.toFixed(0)).join(', ')}; each run also takes a concurrency lease and writes its run record`,
+        notes: `per round: ${r.automation.burstPerSec.map((x) => x.toFixed(0)).join(', ')}; runs take the project's concurrency slots a block at a time and their records are written in batches`,
       },
       {
         name: 'sandbox runs (one runner pool)',

@@ -1,7 +1,10 @@
 // The Automations sandbox's worker thread (plain JavaScript: it runs in a worker_threads Worker
 // without the TypeScript loader). It hosts the QuickJS engine compiled to WebAssembly
 // (quickjs-emscripten) and runs one automation run per message, each in a fresh QuickJS runtime
-// and context that are disposed with the run: nothing of one run survives into another.
+// and context that are disposed with the run: nothing of one run survives into another. The
+// runtime a run gets is made (with the bootstrap evaluated, no user code) right after the
+// previous run's answer was posted, so that its creation is off the next run's path; it serves
+// that one run only.
 //
 // User code only ever sees what is created inside its own QuickJS context: the event (parsed
 // there from a JSON string), `ctx.fetch` and `console`, both thin wrappers over two host
@@ -131,12 +134,34 @@ function wasmBytes() {
 const pendingFetches = new Map();
 let nextFetchId = 1;
 
+/**
+ * The runtime the next run gets: created, with the bootstrap evaluated, after the previous run's
+ * result was posted (off the next run's path), and used by that one run only, then disposed.
+ */
+let spare = null;
+/** Settles once the engine can be used (after a new engine instance replaced a broken one). */
+let engineReady = Promise.resolve();
+spare = prepare();
+
 parentPort.on('message', (msg) => {
   if (msg.type === 'run') {
-    run(msg).then(
-      (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result, wasmBytes: wasmBytes() }),
-      (err) => parentPort.postMessage({ type: 'result', runId: msg.runId, result: { status: 'error', error: `sandbox failure: ${err?.message ?? err}`, cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true } }),
-    );
+    const prepared = { current: null };
+    const received = performance.now();
+    engineReady
+      .then(() => run(msg, prepared))
+      .then(
+        // `ms`: this worker's time for a run (the run, and making the runtime ready before it),
+        // for the main thread's estimate of a queued run's wait.
+        (result) => parentPort.postMessage({ type: 'result', runId: msg.runId, result, wasmBytes: wasmBytes(), ms: performance.now() - received + takeUpkeepMs() }),
+        (err) => parentPort.postMessage({ type: 'result', runId: msg.runId, result: { status: 'error', error: `sandbox failure: ${err?.message ?? err}`, cpuMs: 0, subrequests: 0, logs: '', logBytes: 0, logsTruncated: false, retryable: true } }),
+      )
+      .then(() => {
+        // After the answer: the run's runtime goes, the next one is made ready.
+        const t = performance.now();
+        if (prepared.current) retire(prepared.current);
+        upkeepMs += performance.now() - t;
+        makeSpare();
+      });
   } else if (msg.type === 'check') {
     parentPort.postMessage({ type: 'checked', runId: msg.runId, problem: check(msg.code) });
   } else if (msg.type === 'fetchResult') {
@@ -204,7 +229,73 @@ function decodeEnvelope(envelope) {
   return { kind: 'json', value };
 }
 
-async function run({ runId, code, eventJson, limits }) {
+/**
+ * A fresh QuickJS runtime and context with the bootstrap evaluated (no user code has run in it).
+ * The host functions call the hooks of the run that uses it (none before: they do nothing).
+ */
+function prepare() {
+  const runtime = QuickJS.newRuntime();
+  const p = { runtime, vm: null, handles: [], hooks: null, drive: null, describeFn: null };
+  try {
+    runtime.setMemoryLimit(32 * 1024 * 1024);
+    runtime.setMaxStackSize(512 * 1024);
+    const vm = (p.vm = runtime.newContext());
+    const keep = (h) => {
+      p.handles.push(h);
+      return h;
+    };
+    const hostLog = keep(vm.newFunction('__host_log', (levelHandle, textHandle) => p.hooks?.log(levelHandle, textHandle)));
+    const hostFetch = keep(vm.newFunction('__host_fetch', (urlHandle, initHandle) => p.hooks?.fetch(urlHandle, initHandle)));
+    vm.setProp(vm.global, '__host_log', hostLog);
+    vm.setProp(vm.global, '__host_fetch', hostFetch);
+    const boot = keep(vm.unwrapResult(vm.evalCode(BOOTSTRAP, 'bootstrap.js')));
+    // Read before any user code runs: plain own properties of a frozen object of the bootstrap's.
+    p.drive = keep(vm.getProp(boot, 'drive'));
+    p.describeFn = keep(vm.getProp(boot, 'describe'));
+    return p;
+  } catch (err) {
+    retire(p);
+    throw err;
+  }
+}
+
+/** Disposes of a run's runtime; one that cannot be torn down cleanly makes a new engine instance replace this one. */
+function retire(p) {
+  try {
+    for (const h of p.handles.reverse()) if (h.alive) h.dispose();
+    p.vm?.dispose();
+    p.runtime.dispose();
+  } catch {
+    spare = null;
+    engineReady = newQuickJSWASMModule(RELEASE_SYNC).then((m) => {
+      QuickJS = m;
+    });
+  }
+}
+
+/** Time spent disposing of runtimes and making the next ready since the last answer (ms). */
+let upkeepMs = 0;
+function takeUpkeepMs() {
+  const ms = upkeepMs;
+  upkeepMs = 0;
+  return ms;
+}
+
+function makeSpare() {
+  if (spare) return;
+  void engineReady.then(() => {
+    if (spare) return;
+    const t = performance.now();
+    try {
+      spare = prepare();
+    } catch {
+      // The next run prepares its own (and reports the failure).
+    }
+    upkeepMs += performance.now() - t;
+  });
+}
+
+async function run({ runId, code, eventJson, limits }, prepared) {
   const started = performance.now();
   const wallDeadline = started + limits.wallMs;
   let cpuMs = 0;
@@ -218,7 +309,10 @@ async function run({ runId, code, eventJson, limits }) {
   let logsTruncated = false;
   const fetchWaits = new Set();
 
-  const runtime = QuickJS.newRuntime();
+  const p = spare ?? prepare();
+  spare = null;
+  prepared.current = p;
+  const { runtime, vm } = p;
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(limits.stackBytes);
   const usedCpu = () => cpuMs + (inSegment ? performance.now() - segmentStart : 0);
@@ -234,8 +328,7 @@ async function run({ runId, code, eventJson, limits }) {
     }
     return false;
   });
-  const vm = runtime.newContext();
-  const handles = [];
+  const handles = p.handles;
   const keep = (h) => {
     handles.push(h);
     return h;
@@ -266,7 +359,7 @@ async function run({ runId, code, eventJson, limits }) {
     ...extra,
   });
 
-  let describeFn;
+  const describeFn = p.describeFn;
   /**
    * A thrown value as text (and disposes of its handle): described inside the VM, within the
    * CPU-accounted segment (a getter, toJSON or Proxy trap of the code's is interrupted at the
@@ -294,8 +387,8 @@ async function run({ runId, code, eventJson, limits }) {
     return finish('error', { error: text });
   }
   try {
-    const hostLog = keep(
-      vm.newFunction('__host_log', (levelHandle, textHandle) => {
+    p.hooks = {
+      log: (levelHandle, textHandle) => {
         const line = `${vm.getString(levelHandle) === 'log' ? '' : `[${vm.getString(levelHandle)}] `}${vm.getString(textHandle)}\n`;
         if (logsTruncated) return;
         const bytes = Buffer.byteLength(line);
@@ -310,10 +403,8 @@ async function run({ runId, code, eventJson, limits }) {
         }
         logs += line;
         logBytes += bytes;
-      }),
-    );
-    const hostFetch = keep(
-      vm.newFunction('__host_fetch', (urlHandle, initHandle) => {
+      },
+      fetch: (urlHandle, initHandle) => {
         const url = vm.getString(urlHandle);
         const init = vm.getString(initHandle);
         subrequests += 1;
@@ -340,15 +431,9 @@ async function run({ runId, code, eventJson, limits }) {
         parentPort.postMessage({ type: 'fetch', runId, fetchId, url, init, timeoutMs: Math.min(limits.subrequestTimeoutMs, remaining) });
         handles.push(deferred);
         return deferred.handle;
-      }),
-    );
-    vm.setProp(vm.global, '__host_log', hostLog);
-    vm.setProp(vm.global, '__host_fetch', hostFetch);
-
-    const boot = keep(vm.unwrapResult(segment(() => vm.evalCode(BOOTSTRAP, 'bootstrap.js'))));
-    // Read before any user code runs: plain own properties of a frozen object of the bootstrap's.
-    const drive = keep(vm.getProp(boot, 'drive'));
-    describeFn = keep(vm.getProp(boot, 'describe'));
+      },
+    };
+    const drive = p.drive;
     const evaluated = segment(() => vm.evalCode(code, 'automation.js', { type: 'module' }));
     if (evaluated.error) return failedWith(evaluated.error);
     if (limit) return finish(limit.status, { error: limit.message });
@@ -380,15 +465,8 @@ async function run({ runId, code, eventJson, limits }) {
     retryable = true;
     return finish('error', { error: `sandbox failure: ${err?.message ?? err}` });
   } finally {
-    try {
-      for (const h of handles.reverse()) if (h.alive) h.dispose();
-      vm.dispose();
-      runtime.dispose();
-    } catch (err) {
-      // A runtime that cannot be torn down cleanly is not reused: a new engine instance
-      // replaces this one for the runs that follow.
-      QuickJS = await newQuickJSWASMModule(RELEASE_SYNC);
-    }
+    // The runtime is disposed of after the result is posted (retire), and never used again.
+    p.hooks = null;
   }
 
   /**

@@ -88,6 +88,15 @@ interface Slot {
   reserved: boolean;
 }
 
+/**
+ * A delivery's run waits in the process for a free worker only while the expected wait (the
+ * runs ahead of it, over the workers, times a recent run's time) is at most this; beyond it,
+ * its delivery waits as a job (see saturated()).
+ */
+const QUEUE_WAIT_MS = 50;
+/** What a run is expected to take before any ran (ms). */
+const INITIAL_RUN_MS = 25;
+
 /** A worker whose WebAssembly memory grew past this after a run is replaced (its memory never shrinks). */
 const RECYCLE_WASM_BYTES = 256 * 1024 * 1024;
 
@@ -124,6 +133,8 @@ export class Sandbox {
   /** Runs waiting for a free worker (one run per worker at a time). */
   private queue: ((slot: Slot | null) => void)[] = [];
   private recycled = 0;
+  /** A recent run's time in its worker (ms, moving average). */
+  private runMs = INITIAL_RUN_MS;
   private nextRunId = 1;
   private closed = false;
   private readonly lookup: net.LookupFunction;
@@ -154,6 +165,7 @@ export class Sandbox {
         slot.active.delete(msg.runId);
         clearTimeout(run.timer);
         if (typeof msg.wasmBytes === 'number') slot.wasmBytes = msg.wasmBytes;
+        if (typeof msg.ms === 'number' && Number.isFinite(msg.ms)) this.runMs += (Math.max(0, msg.ms) - this.runMs) / 16;
         run.resolve(checkedResult(msg.result as RunResult));
       } else if (msg.type === 'checked') {
         const done = slot.checks.get(msg.runId);
@@ -251,10 +263,19 @@ export class Sandbox {
     }
   }
 
-  /** Every worker is taken and runs already wait for one: a delivery's run is better deferred as a job than queued here. */
-  saturated(): boolean {
-    return this.queue.length >= this.opts.workers;
+  /**
+   * How many runs may wait for a worker at most: as many as the workers finish within
+   * QUEUE_WAIT_MS at a recent run's pace, and at least one per worker.
+   */
+  private maxQueue(): number {
+    return Math.max(this.opts.workers, Math.floor(QUEUE_WAIT_MS / Math.max(this.runMs, 0.1)) * this.opts.workers);
   }
+
+  /** Runs already wait for a worker as long as a delivery's run should: it is better deferred as a job than queued here. */
+  saturated(): boolean {
+    return this.queue.length >= this.maxQueue();
+  }
+
 
   /** Workers, runs in progress, runs waiting for a worker, workers replaced for their memory. */
   stats(): { workers: number; running: number; queued: number; recycled: number } {

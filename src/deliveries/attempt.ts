@@ -17,7 +17,7 @@ import { transformPayload } from '../webhook-config/transform.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { JobTableVacuum } from './job-table-vacuum.ts';
 import { tracingEnabled, withSpan } from '../tracing.ts';
-import { runAutomation, type AutomationOutcome } from '../automations/run.ts';
+import { automationRoom, runAutomation, type AutomationOutcome } from '../automations/run.ts';
 import { bodyForMatching } from '../routing/rules.ts';
 import { deferClaim } from './defer.ts';
 
@@ -124,7 +124,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   let exhausted = false;
   try {
     for (let round = 0; ; round++) {
-      const room = DRAIN_MAX_IN_FLIGHT - inFlight.size;
+      const room = Math.min(DRAIN_MAX_IN_FLIGHT - inFlight.size, automationRoom(engine.rt, drained, inFlight.size));
       if (room > 0 && (round === 0 || !exhausted || drain?.size)) {
         const named = drain?.take() ?? { ids: [], release() {} };
         const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin).finally(named.release);
@@ -273,6 +273,8 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     timeoutMs: claim.webhook.timeoutMs,
     ids: { deliveryId: claim.row.id, eventId: claim.row.event_id, webhookId: claim.row.webhook_id },
   });
+  // The Automation run's record, written while the body was sent, before the attempt's.
+  await dispatch.automationRecorded;
   await record({
     ...base,
     ...classify(res, policy, claim.attempt),
@@ -297,6 +299,8 @@ interface Dispatch {
   transformed: boolean;
   /** The Automation version whose run produced the body. */
   automation?: { id: string; version: number };
+  /** Settles once that run's record is written (written while the body is sent). */
+  automationRecorded?: Promise<void>;
 }
 
 type Built =
@@ -336,6 +340,7 @@ async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Pr
   let contentType = claim.contentType;
   let transformed = false;
   let automation: { id: string; version: number } | undefined;
+  let automationRecorded: Promise<void> | undefined;
   const transform = claim.webhook.transform as { kind?: unknown; expression?: unknown; automationId?: unknown; version?: unknown } | null;
   if (transform?.kind === 'jsonata' && typeof transform.expression === 'string') {
     ({ body, contentType } = await transformPayload(transform, body));
@@ -351,6 +356,8 @@ async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Pr
       version: automation.version,
       deliveryId: claim.row.id,
       mode: 'delivery',
+      webhookId: claim.row.webhook_id,
+      rawBody: body,
       event: {
         id: claim.row.event_id,
         receivedAt: new Date(claim.event.receivedAt).toISOString(),
@@ -373,14 +380,14 @@ async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelivery): Pr
     if (out.kind === 'wait') return out;
     if (out.kind === 'drop') return { kind: 'drop', reason: out.reason, durationMs, automation };
     if (out.kind === 'failed') return { kind: 'failed', error: out.error, terminal: out.terminal, durationMs, automation };
-    ({ body, contentType } = out);
+    ({ body, contentType, recorded: automationRecorded } = out);
     transformed = true;
   }
   const destHeaders = (claim.row.destination?.config?.headers ?? {}) as Record<string, string>;
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...claim.webhook.customHeaders, ...destHeaders })) headers[k.toLowerCase()] = String(v);
   if (contentType) headers['content-type'] = contentType;
-  return { kind: 'dispatch', dispatch: { body, contentType, headers, transformed, automation } };
+  return { kind: 'dispatch', dispatch: { body, contentType, headers, transformed, automation, automationRecorded } };
 }
 
 function classify(res: OutboundResult, policy: RetryPolicy, attempt: number): Pick<AttemptResult, 'outcome' | 'error' | 'nextAttemptAt' | 'failure'> {

@@ -5,6 +5,7 @@ import { parseInput } from '../validation.ts';
 import { getWebhook } from './get-webhook.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
 import { runAutomation } from '../automations/run.ts';
+import { providerEventType, type ProviderPack } from '../providers/index.ts';
 
 type Rt = Pick<Runtime, 'db' | 'config'>;
 
@@ -50,7 +51,10 @@ export function probeContext(input: ProbeInput): EventContext {
  */
 export async function testDelivery(rt: Rt, projectId: string, webhookId: string, input: ProbeInput) {
   const webhook = await getWebhook(rt, projectId, webhookId);
-  const context = probeContext(input);
+  const probe = probeContext(input);
+  // As ingest sees it: the webhook's provider pack names the provider and where the event type is.
+  const pack = webhook.providerPack as ProviderPack | null;
+  const context: EventContext = { ...probe, provider: pack?.provider ?? null, eventType: pack ? providerEventType(pack, probe.headers, () => probe.body) : null };
   const rules = (webhook.routing as unknown as RoutingRule[]) ?? [];
   const matchedRule = matchRule(rules, context);
   const destination = await rt.db.prisma.destination.findFirstOrThrow({
