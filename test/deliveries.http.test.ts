@@ -144,4 +144,18 @@ describe('HTTP delivery', () => {
     expect(Buffer.from(row!.dispatchBody!).toString()).toBe(receiver.received[0].body.toString());
     await receiver.close();
   });
+
+  it('parallel: an event arriving while a slow attempt is in flight goes out at once (one runner, whose drain waits on that attempt)', async () => {
+    const receiver = await startReceiver((r) => (JSON.parse(r.body.toString()).n === 0 ? { status: 200, delayMs: 4_000 } : { status: 200 }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 5 });
+    await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ n: 0 }));
+    // The slow attempt is in flight (a drain of this webhook waits for it).
+    await waitFor(async () => (receiver.received.length === 1 ? true : null), 10_000, 20);
+    const sentAt = Date.now();
+    await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ n: 1 }));
+    await waitFor(async () => (receiver.received.length === 2 ? true : null), 10_000, 20);
+    expect(receiver.received[1]!.at - sentAt).toBeLessThan(2_000);
+        await receiver.close();
+  });
 });

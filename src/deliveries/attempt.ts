@@ -55,13 +55,20 @@ const JOIN_WAIT_MS = 50;
  */
 class Drain {
   private waiting = new Map<string, () => void>();
+  private wakeUp: (() => void) | null = null;
+  /**
+   * The webhook had free in-flight slots after the last claim: a delivery named now can be
+   * claimed at once, so it wakes the drain rather than waiting for an attempt in flight to
+   * finish (which, with a slow receiver, could take the webhook's whole timeout).
+   */
+  slotsLeft = false;
 
   get size() {
     return this.waiting.size;
   }
 
   join(deliveryId: string): Promise<void> {
-    return new Promise((resolve) => {
+    const joined = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, JOIN_WAIT_MS);
       const before = this.waiting.get(deliveryId);
       this.waiting.set(deliveryId, () => {
@@ -70,6 +77,23 @@ class Drain {
         resolve();
       });
     });
+    if (this.slotsLeft) this.wakeUp?.();
+    return joined;
+  }
+
+  /** Resolves at the next join that can be claimed at once (see slotsLeft). */
+  woken(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeUp = () => {
+        this.wakeUp = null;
+        resolve();
+      };
+    });
+  }
+
+  /** No join wakes the drain any more (it is waiting for nothing). */
+  sleep(): void {
+    this.wakeUp = null;
   }
 
   /** The named deliveries, and the release of their jobs once a claim took them up. */
@@ -151,6 +175,7 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
         published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
         for (const claim of batch.claims) track(sendTraced(engine, claim, published));
         exhausted = batch.claims.length < Math.min(room, batch.freeSlots);
+        if (drain) drain.slotsLeft = batch.freeSlots > batch.claims.length;
       }
       if (Date.now() > deadline || signal?.aborted) {
         handOff = true;
@@ -163,7 +188,11 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
       }
       // Claim again once some attempts finished: at once when many slots are free, else
       // after a moment, so that each claim takes a batch.
-      await Promise.race(inFlight);
+      // A delivery named meanwhile that a free slot can take wakes it sooner.
+      if (drain) {
+        await Promise.race([...inFlight, drain.woken()]);
+        drain.sleep();
+      } else await Promise.race(inFlight);
       if (inFlight.size > room / 2) await new Promise((r) => setTimeout(r, 2));
     }
   } finally {
