@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
-import { DeleteObjectsCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../config.ts';
 
@@ -16,8 +16,8 @@ import type { Config } from '../config.ts';
  */
 export interface FileStore {
   readonly kind: 'disk' | 's3';
-  /** Writes the stream's bytes under `key`; rejects (and leaves nothing) when the stream errors. */
-  put(key: string, body: Readable, contentType: string): Promise<void>;
+  /** Writes the stream's bytes (or the bytes, when they are in memory already) under `key`; rejects (and leaves nothing) when the stream errors. */
+  put(key: string, body: Readable | Buffer, contentType: string): Promise<void>;
   /** The content, or null when there is none under `key`. */
   get(key: string): Promise<Readable | null>;
   /** Removes the keys (missing ones are fine). */
@@ -40,7 +40,7 @@ class DiskStore implements FileStore {
    * Written under its final name: nothing names a file before its row commits, which happens only
    * after put resolved, so no reader can see it half-written. A failed write removes what it wrote.
    */
-  async put(key: string, body: Readable): Promise<void> {
+  async put(key: string, body: Readable | Buffer): Promise<void> {
     const target = this.file(key);
     const dir = path.dirname(target);
     if (!this.dirs.has(dir)) {
@@ -50,6 +50,10 @@ class DiskStore implements FileStore {
     }
     let handle: FileHandle | null = null;
     try {
+      if (Buffer.isBuffer(body)) {
+        await writeFile(target, body);
+        return;
+      }
       const pending: Buffer[] = [];
       let size = 0;
       for await (const chunk of body) {
@@ -111,7 +115,11 @@ class S3Store implements FileStore {
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
   }
-  async put(key: string, body: Readable, contentType: string): Promise<void> {
+  async put(key: string, body: Readable | Buffer, contentType: string): Promise<void> {
+    if (Buffer.isBuffer(body)) {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.prefix + key, Body: body, ContentType: contentType }));
+      return;
+    }
     // The upload reads the stream in 5 MB parts; a failed one is aborted (no part left behind).
     const upload = new Upload({ client: this.client, params: { Bucket: this.bucket, Key: this.prefix + key, Body: body, ContentType: contentType }, queueSize: 2, leavePartsOnError: false });
     const failed = new Promise<never>((_, reject) => body.once('error', reject));
