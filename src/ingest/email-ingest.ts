@@ -282,9 +282,11 @@ async function acceptMessage(rt: Runtime, byHook: Map<string, string[]>, mail: M
     const hooks: MailForHook[] = [];
     for (const [publicId, rcpt] of byHook) hooks.push(await prepareMail(rt, publicId, rcpt, mail, written));
     const alone = hooks.length === 1 ? hooks[0] : null;
+    // Nothing to keep (no attachments, Free), or all of it fits with room to spare: one statement.
     const ample =
       alone !== null &&
-      fileStorageAmple(rt, { project: alone.known.project, webhook: { id: alone.known.webhookId, quotaOverrides: alone.known.quotaOverrides }, bytes: alone.candidates.reduce((n, a) => n + a.size, 0) });
+      (alone.candidates.length === 0 ||
+        fileStorageAmple(rt, { project: alone.known.project, webhook: { id: alone.known.webhookId, quotaOverrides: alone.known.quotaOverrides }, bytes: alone.candidates.reduce((n, a) => n + a.size, 0) }));
     // acceptEvent on the pool woke the runners after its commit.
     const one = ample ? await acceptMailAlone(rt, alone, mail) : null;
     if (one) {
