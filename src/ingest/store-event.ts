@@ -238,8 +238,13 @@ export async function storeEvent(
       return null;
     }
     if (rows[0].duplicate_of) return rows[0].duplicate_of;
-    // Files that do not fit (409 file_storage_bytes): nothing was stored.
-    fileCheck?.enforce(rows[0]);
+    // Files that do not fit (409 file_storage_bytes), nothing stored: unless the webhook changed
+    // meanwhile, whose state (or a fresh decision) comes first, as when files were checked after the event.
+    if (fileCheck && rows[0].files_fit === false) {
+      const { rows: now } = await client.query<{ status: string; config_version: number }>('SELECT status, config_version FROM webhooks WHERE id = $1', [event.webhookId]);
+      if (now[0]?.status === 'active' && (event.configVersion === null || now[0].config_version === event.configVersion)) fileCheck.enforce(rows[0]);
+      throw await stateNow(client, event.webhookId, event.configVersion);
+    }
     // A claim committed by another process while this statement waited on it is not in the
     // statement's snapshot: read it now.
     if (dedupeValues) {
