@@ -7,6 +7,7 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../src/config.ts';
+import { newId } from '../src/ids.ts';
 import { ORPHAN_GRACE_MS, ORPHAN_SWEEP_TASK, sweepOrphanFiles } from '../src/files/orphans.ts';
 import { closeFileStore, fileStore } from '../src/files/store.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
@@ -138,7 +139,7 @@ describe('file store', () => {
       const recorded = await postFile(app, wh, 'kept on s3');
       const store = fileStore(app.rt.config);
       // What a process that died before its event committed leaves behind.
-      const orphan = `${projectId}/file_orphans3crash`;
+      const orphan = `${projectId}/${newId('file')}`;
       await store.put(orphan, Buffer.from('never recorded'), 'text/plain');
       expect(await sweepOrphanFiles(app.rt)).toMatchObject({ removed: 0, complete: true });
       expect(await store.get(orphan)).not.toBeNull();
@@ -184,19 +185,22 @@ describe('orphan file sweep on disk, as a graphile-worker job', () => {
     const purged = await postFile(app, wh, 'purged, but its removal failed');
     await app.rt.db.pool.query(`UPDATE files SET state = 'purged', purged_at = now() WHERE id = $1`, [purged]);
     const store = fileStore(app.rt.config);
-    const crashed = `${projectId}/file_orphandiskcrash`;
-    const writing = `${projectId}/file_orphandiskwriting`;
-    const foreign = 'prj_gone/file_orphanofgoneproject';
-    for (const k of [crashed, writing, foreign]) await store.put(k, Buffer.from(k), 'text/plain');
+    const crashed = `${projectId}/${newId('file')}`;
+    const writing = `${projectId}/${newId('file')}`;
+    const foreign = `${newId('prj')}/${newId('file')}`;
+    // Not a key the file store makes: never touched, however old.
+    const unrelated = `${projectId}/notes_of_someone_else`;
+    for (const k of [crashed, writing, foreign, unrelated]) await store.put(k, Buffer.from(k), 'text/plain');
     // Everything but the upload still being written was last written two hours ago.
     const old = (Date.now() - 2 * ORPHAN_GRACE_MS) / 1000;
-    for (const k of [crashed, foreign, `${projectId}/${recorded}`, `${projectId}/${purged}`]) utimesSync(path.join(dir, 'files', k), old, old);
+    for (const k of [crashed, foreign, unrelated, `${projectId}/${recorded}`, `${projectId}/${purged}`]) utimesSync(path.join(dir, 'files', k), old, old);
 
     await app.rt.workerUtils.addJob(ORPHAN_SWEEP_TASK, {});
     await waitFor(async () => (await store.get(crashed)) === null || null, 15_000);
     expect(await store.get(foreign)).toBeNull();
     expect(await store.get(`${projectId}/${purged}`)).toBeNull();
     expect(await store.get(writing)).not.toBeNull();
+    expect(await store.get(unrelated)).not.toBeNull();
     const bytes = await fetch(`${app.url}/v1/files/${recorded}`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect(bytes.status).toBe(200);
     expect(await bytes.text()).toBe('kept on disk');

@@ -17,6 +17,9 @@ export const ORPHAN_SWEEP_CRONTAB = `23 * * * * ${ORPHAN_SWEEP_TASK} ?jobKey=fil
  */
 export const ORPHAN_GRACE_MS = 60 * 60 * 1000;
 
+/** A key storageKey (service.ts) makes: a project id, then a file id. */
+const STORED_KEY = /^prj_[0-9a-z]+\/file_[0-9a-z]{26}$/;
+
 export interface OrphanSweepOptions {
   /** Default ORPHAN_GRACE_MS. */
   graceMs?: number;
@@ -52,7 +55,10 @@ export async function sweepOrphanFiles(rt: Pick<Runtime, 'db' | 'config'>, opts:
   const deadline = Date.now() + (opts.budgetMs ?? 45_000);
   const store = fileStore(rt.config);
   const report: OrphanSweepReport = { checked: 0, removed: 0, complete: true };
-  for await (const keys of store.listWrittenBefore(before, batchSize)) {
+  for await (const listed of store.listWrittenBefore(before, batchSize)) {
+    // Only what the file store writes (`{projectId}/file_{ULID}`): anything else in a shared bucket or directory is left alone.
+    const keys = listed.filter((k) => STORED_KEY.test(k));
+    if (keys.length === 0) continue;
     // A key is `{projectId}/{fileId}`: the row is found by its primary key.
     const { rows } = await rt.db.pool.query<{ storage_key: string }>(
       `SELECT storage_key FROM files WHERE id = ANY($1::text[]) AND state = 'stored'`,
