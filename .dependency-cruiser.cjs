@@ -17,7 +17,7 @@ const PUBLIC = [
   '^src/ingest/cron-ingest\\.ts$',
   '^src/schedules/(service|tick|graphql)\\.ts$',
   '^src/retention/run\\.ts$',
-  '^src/files/(service|store|graphql)\\.ts$',
+  '^src/files/(service|store|graphql|orphans)\\.ts$',
   '^src/automations/(service|run|graphql|limits)\\.ts$',
   '^src/metrics/(service|sketch|backlog|graphql|rollup)\\.ts$',
   '^src/drains/(service|send|graphql)\\.ts$',

@@ -16,9 +16,11 @@ import { deliveriesAttempt } from './deliveries__attempt.ts';
 import { replaysRun } from './replays__run.ts';
 import { schedulesTick } from './schedules__tick.ts';
 import { retentionRun } from './retention__run.ts';
+import { ORPHAN_SWEEP_CRONTAB, ORPHAN_SWEEP_TASK } from '../src/files/orphans.ts';
+import { filesSweepOrphans } from './files__sweep_orphans.ts';
 
 /** graphile-worker's crontab: every recurring job, one line each. */
-export const CRONTAB = [RETENTION_CRONTAB, BACKLOG_SAMPLE_CRONTAB, ALERTS_CRONTAB].join('\n');
+export const CRONTAB = [RETENTION_CRONTAB, BACKLOG_SAMPLE_CRONTAB, ALERTS_CRONTAB, ORPHAN_SWEEP_CRONTAB].join('\n');
 
 /**
  * Every graphile-worker task, by name (`domain__action`). Task files are thin: they
@@ -34,5 +36,6 @@ export function createTaskList(rt: Runtime, engine: DeliveryEngine): TaskList {
     [DRAIN_SEND_TASK]: drainsSend(rt, createDrainClient(rt)),
     [ALERTS_TASK]: alertsEvaluate(rt),
     [ALERT_DISPATCH_TASK]: alertsDispatch(rt),
+    [ORPHAN_SWEEP_TASK]: filesSweepOrphans(rt),
   };
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -7,8 +7,10 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../src/config.ts';
+import { newId } from '../src/ids.ts';
+import { ORPHAN_GRACE_MS, ORPHAN_SWEEP_TASK, sweepOrphanFiles } from '../src/files/orphans.ts';
 import { closeFileStore, fileStore } from '../src/files/store.ts';
-import { startTestApp, type TestApp } from './support/app.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createWebhook } from './support/webhooks.ts';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -130,5 +132,79 @@ describe('file store', () => {
       expect(link2.status).toBe(410);
       expect(existsSync(s3Dir)).toBe(true);
     });
+
+    it('sweeps content that no file row names once it is past the grace period, keeping recorded files', async () => {
+      const { apiKey, projectId } = await app.project('starter');
+      const wh = await createWebhook(app, apiKey);
+      const recorded = await postFile(app, wh, 'kept on s3');
+      const store = fileStore(app.rt.config);
+      // What a process that died before its event committed leaves behind.
+      const orphan = `${projectId}/${newId('file')}`;
+      await store.put(orphan, Buffer.from('never recorded'), 'text/plain');
+      expect(await sweepOrphanFiles(app.rt)).toMatchObject({ removed: 0, complete: true });
+      expect(await store.get(orphan)).not.toBeNull();
+      const later = await sweepOrphanFiles(app.rt, { now: new Date(Date.now() + ORPHAN_GRACE_MS + 60_000) });
+      expect(later.removed).toBeGreaterThanOrEqual(1);
+      expect(later.complete).toBe(true);
+      expect(await store.get(orphan)).toBeNull();
+      const bytes = await fetch(`${app.url}/v1/files/${recorded}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      expect(bytes.status).toBe(200);
+      expect(await bytes.text()).toBe('kept on s3');
+    });
+  });
+});
+
+/** Posts one file by form ingest; returns its file id. */
+async function postFile(app: TestApp, wh: { publicId: string; ingestSecret: string }, content: string): Promise<string> {
+  const form = new FormData();
+  form.append('_secret', wh.ingestSecret);
+  form.append('doc', new Blob([content], { type: 'text/plain' }), 'doc.txt');
+  const res = await fetch(`${app.url}/f/${wh.publicId}`, { method: 'POST', body: form });
+  expect(res.status).toBe(202);
+  const { eventId } = await res.json();
+  const { rows } = await app.rt.db.pool.query('SELECT id FROM files WHERE event_id = $1', [eventId]);
+  return rows[0].id;
+}
+
+describe('orphan file sweep on disk, as a graphile-worker job', () => {
+  let app: TestApp;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'files-orphans-'));
+    app = await startTestApp({ worker: true, config: { DATA_DIR: dir, dataDir: dir } as any });
+  });
+  afterAll(async () => {
+    await app?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('removes content without a row (or with a purged one) older than the grace period; recent content and recorded files stay', async () => {
+    const { apiKey, projectId } = await app.project('starter');
+    const wh = await createWebhook(app, apiKey);
+    const recorded = await postFile(app, wh, 'kept on disk');
+    const purged = await postFile(app, wh, 'purged, but its removal failed');
+    await app.rt.db.pool.query(`UPDATE files SET state = 'purged', purged_at = now() WHERE id = $1`, [purged]);
+    const store = fileStore(app.rt.config);
+    const crashed = `${projectId}/${newId('file')}`;
+    const writing = `${projectId}/${newId('file')}`;
+    const foreign = `${newId('prj')}/${newId('file')}`;
+    // Not a key the file store makes: never touched, however old.
+    const unrelated = `${projectId}/notes_of_someone_else`;
+    for (const k of [crashed, writing, foreign, unrelated]) await store.put(k, Buffer.from(k), 'text/plain');
+    // Everything but the upload still being written was last written two hours ago.
+    const old = (Date.now() - 2 * ORPHAN_GRACE_MS) / 1000;
+    for (const k of [crashed, foreign, unrelated, `${projectId}/${recorded}`, `${projectId}/${purged}`]) utimesSync(path.join(dir, 'files', k), old, old);
+
+    await app.rt.workerUtils.addJob(ORPHAN_SWEEP_TASK, {});
+    await waitFor(async () => (await store.get(crashed)) === null || null, 15_000);
+    expect(await store.get(foreign)).toBeNull();
+    expect(await store.get(`${projectId}/${purged}`)).toBeNull();
+    expect(await store.get(writing)).not.toBeNull();
+    expect(await store.get(unrelated)).not.toBeNull();
+    const bytes = await fetch(`${app.url}/v1/files/${recorded}`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect(bytes.status).toBe(200);
+    expect(await bytes.text()).toBe('kept on disk');
+    // Nothing left to do: a second sweep removes nothing.
+    expect(await sweepOrphanFiles(app.rt)).toMatchObject({ removed: 0, complete: true });
   });
 });

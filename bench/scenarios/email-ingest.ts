@@ -33,7 +33,7 @@ const emailIngest: Scenario = {
   description:
     `SMTP mails over ${CONNECTIONS} parallel connections, each a text part and a 100 KB attachment: RCPT checked, the message parsed (mailparser), ` +
     'the attachment hashed and written to the file store (local disk), the email.received envelope accepted like HTTP ingest with the file row in the same ' +
-    'transaction, then 250. Latency from the end of DATA to 250. Target: at least 200 mails/s on this machine.',
+    'statement, then 250. Latency from the end of DATA to 250. Target: at least 200 mails/s on this machine.',
   baseline: 'ingest-http',
   async run(ctx) {
     const api = async (method: string, path: string, payload?: unknown) => {

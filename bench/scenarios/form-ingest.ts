@@ -17,7 +17,7 @@ const formIngest: Scenario = {
   name: 'form-ingest',
   description:
     'POST /f/{publicId} as multipart/form-data: two fields, the `_secret` field and a 100 KB file, parsed while streaming (busboy), the file hashed ' +
-    'and written to the file store (local disk), then the form.submitted envelope accepted like HTTP ingest with the file row in the same transaction, answered 202. ' +
+    'and written to the file store (local disk), then the form.submitted envelope accepted like HTTP ingest, with the file row and its file-storage bytes in the same statement, answered 202. ' +
     'Compared with ingest-http of the same run (target: at least 0.5x its events/s).',
   baseline: 'ingest-http',
   async run(ctx) {

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import type { Config } from '../config.ts';
 import { inTransaction } from '../db/client.ts';
+import type { NamedParams } from '../db/named-params.ts';
 import { constantTimeEqual, derivedKey } from '../encryption.ts';
 import { FileGone, InvalidSignature, NotFound } from '../errors.ts';
 import { log } from '../log.ts';
@@ -110,6 +111,30 @@ export async function recordFiles(
     ],
   );
 }
+
+/** Files stored with their event in the event's own statement (src/ingest/store-event.ts): their rows and when their content expires. */
+export interface EventFiles {
+  rows: NewFile[];
+  expiresAt: Date | null;
+}
+
+/**
+ * The file rows as a common table expression of the statement that stores their event: written
+ * only when `storedCte` (the event insert, returning `id, project_id, webhook_id`) wrote the
+ * event. Parameters: `files_rows` and `files_expires_at` (fileRowsValues).
+ */
+export const fileRowsCte = (p: NamedParams, storedCte: string) => `
+stored_files AS (
+  INSERT INTO files (id, project_id, webhook_id, event_id, field, filename, content_type, size, sha256, storage_key, expires_at)
+  SELECT f.id, s.project_id, s.webhook_id, s.id, f.field, f.filename, f.content_type, f.size, f.sha256, f.storage_key, ${p.$('files_expires_at', 'timestamp')}
+    FROM ${storedCte} s, jsonb_to_recordset(${p.$('files_rows', 'jsonb')}) AS f(id text, field text, filename text, content_type text, size bigint, sha256 text, storage_key text)
+)`;
+
+/** The values fileRowsCte names. */
+export const fileRowsValues = (files: EventFiles) => ({
+  files_rows: JSON.stringify(files.rows.map((f) => ({ id: f.id, field: f.field, filename: f.filename, content_type: f.contentType, size: f.size, sha256: f.sha256, storage_key: f.storageKey }))),
+  files_expires_at: files.expiresAt,
+});
 
 /** Removes content written for files that were not recorded (the event failed, or was a duplicate). */
 export async function discardContent(config: Config, keys: string[]): Promise<void> {

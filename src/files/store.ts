@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
-import { DeleteObjectsCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../config.ts';
 
@@ -16,31 +16,36 @@ import type { Config } from '../config.ts';
  */
 export interface FileStore {
   readonly kind: 'disk' | 's3';
-  /** Writes the stream's bytes under `key`; rejects (and leaves nothing) when the stream errors. */
-  put(key: string, body: Readable, contentType: string): Promise<void>;
+  /** Writes the stream's bytes (or the bytes, when they are in memory already) under `key`; rejects (and leaves nothing) when the stream errors. */
+  put(key: string, body: Readable | Buffer, contentType: string): Promise<void>;
   /** The content, or null when there is none under `key`. */
   get(key: string): Promise<Readable | null>;
   /** Removes the keys (missing ones are fine). */
   delete(keys: string[]): Promise<void>;
+  /** Every key whose content was last written before `before`, in pages of at most `pageSize` (the orphan sweep: files/orphans.ts). */
+  listWrittenBefore(before: Date, pageSize: number): AsyncIterable<string[]>;
   close(): void;
 }
 
 /** Files up to this size are gathered while they stream and written in one call; larger ones are written chunk by chunk. */
 const DISK_SMALL_FILE = 1024 * 1024;
 
+/** A storage key: `{projectId}/{fileId}` (storageKey in service.ts). */
+const KEY = /^[A-Za-z0-9_]+\/[A-Za-z0-9_]+$/;
+
 class DiskStore implements FileStore {
   readonly kind = 'disk';
   private readonly dirs = new Set<string>();
   constructor(private readonly dir: string) {}
   private file(key: string) {
-    if (!/^[A-Za-z0-9_]+\/[A-Za-z0-9_]+$/.test(key)) throw new Error(`bad file key ${key}`);
+    if (!KEY.test(key)) throw new Error(`bad file key ${key}`);
     return path.join(this.dir, key);
   }
   /**
    * Written under its final name: nothing names a file before its row commits, which happens only
    * after put resolved, so no reader can see it half-written. A failed write removes what it wrote.
    */
-  async put(key: string, body: Readable): Promise<void> {
+  async put(key: string, body: Readable | Buffer): Promise<void> {
     const target = this.file(key);
     const dir = path.dirname(target);
     if (!this.dirs.has(dir)) {
@@ -50,6 +55,10 @@ class DiskStore implements FileStore {
     }
     let handle: FileHandle | null = null;
     try {
+      if (Buffer.isBuffer(body)) {
+        await writeFile(target, body);
+        return;
+      }
       const pending: Buffer[] = [];
       let size = 0;
       for await (const chunk of body) {
@@ -87,6 +96,25 @@ class DiskStore implements FileStore {
   async delete(keys: string[]): Promise<void> {
     await Promise.all(keys.map((k) => rm(this.file(k), { force: true })));
   }
+  async *listWrittenBefore(before: Date, pageSize: number): AsyncIterable<string[]> {
+    const names = async (dir: string) => (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => /^[A-Za-z0-9_]+$/.test(e.name));
+    const page: string[] = [];
+    for (const project of await names(this.dir)) {
+      if (!project.isDirectory()) continue;
+      const entries = (await names(path.join(this.dir, project.name))).filter((e) => e.isFile());
+      // Stat a bounded number at once: a project may hold many files.
+      for (let i = 0; i < entries.length; i += 100) {
+        const stats = await Promise.all(entries.slice(i, i + 100).map((e) => stat(path.join(this.dir, project.name, e.name)).catch(() => null)));
+        stats.forEach((st, j) => {
+          if (st && st.mtimeMs < before.getTime()) page.push(`${project.name}/${entries[i + j].name}`);
+        });
+        if (page.length >= pageSize) {
+          yield page.splice(0, pageSize);
+        }
+      }
+    }
+    while (page.length) yield page.splice(0, pageSize);
+  }
   close() {}
 }
 
@@ -111,7 +139,11 @@ class S3Store implements FileStore {
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
   }
-  async put(key: string, body: Readable, contentType: string): Promise<void> {
+  async put(key: string, body: Readable | Buffer, contentType: string): Promise<void> {
+    if (Buffer.isBuffer(body)) {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.prefix + key, Body: body, ContentType: contentType }));
+      return;
+    }
     // The upload reads the stream in 5 MB parts; a failed one is aborted (no part left behind).
     const upload = new Upload({ client: this.client, params: { Bucket: this.bucket, Key: this.prefix + key, Body: body, ContentType: contentType }, queueSize: 2, leavePartsOnError: false });
     const failed = new Promise<never>((_, reject) => body.once('error', reject));
@@ -132,6 +164,18 @@ class S3Store implements FileStore {
       if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
       throw err;
     }
+  }
+  async *listWrittenBefore(before: Date, pageSize: number): AsyncIterable<string[]> {
+    let token: string | undefined;
+    do {
+      const out = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token, MaxKeys: Math.min(1000, pageSize) }));
+      const keys = (out.Contents ?? [])
+        .filter((o) => o.Key && o.LastModified && o.LastModified.getTime() < before.getTime())
+        .map((o) => o.Key!.slice(this.prefix.length))
+        .filter((k) => KEY.test(k));
+      if (keys.length) yield keys;
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token);
   }
   async delete(keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {

@@ -59,7 +59,9 @@ export function routeInbound(target: IngestTarget, event: InboundEvent, provider
   const byId = new Map(target.destinations.map((d) => [d.id, d]));
   const fallback = target.destinations.find((d) => d.isDefault)!;
   if (target.routing.length === 0) return fallback;
-  const context: EventContext = { ...event, body: bodyForMatching(event.body), provider: target.providerPack?.provider ?? null, eventType: provider.eventType() };
+  // The files' rows are the service's bookkeeping, not something rules match on.
+  const { files: _files, ...seen } = event;
+  const context: EventContext = { ...seen, body: bodyForMatching(event.body), provider: target.providerPack?.provider ?? null, eventType: provider.eventType() };
   const rule = matchRule(target.routing, context);
   return (rule && byId.get(rule.destinationId)) || fallback;
 }

@@ -1,7 +1,5 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import type { PoolClient } from 'pg';
 import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -11,7 +9,7 @@ import { discardContent, fileRef, normalContentType, keepsFileContent, recordFil
 import { fileStore } from '../files/store.ts';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
-import { fileStorageRoom } from '../projects/quotas/file-storage.ts';
+import { fileStorageAmple, fileStorageRoom } from '../projects/quotas/file-storage.ts';
 import { ingestRefusalHint } from '../projects/quotas/ingest-hint.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
@@ -107,7 +105,8 @@ function measure(a: Attachment): MeasuredAttachment {
     filename: clean(a.filename, 'attachment'),
     contentType: normalContentType(a.contentType),
     size: a.content.length,
-    sha256: createHash('sha256').update(a.content).digest('hex'),
+    // mailparser hashed the content as it decoded it (checksumAlgo: sha256).
+    sha256: a.checksum,
     contentId: a.contentId ?? null,
     disposition: a.contentDisposition || 'attachment',
     content: a.content,
@@ -163,31 +162,26 @@ async function prepareMail(rt: Runtime, publicId: string, rcptTo: string[], mail
     candidates.map(async (a) => {
       const key = storageKey(known.projectId, a.id);
       written.push(key);
-      await store.put(key, Readable.from([a.content]), a.contentType);
+      await store.put(key, a.content, a.contentType);
     }),
   );
   return { publicId, rcptTo, known, attachments, candidates };
 }
 
 /**
- * One message for one webhook, in the caller's transaction: the `email.received` envelope is the
- * event's body (what is delivered, replayed and exported), accepted through acceptEvent like any
- * channel. The written attachments that fit the file-storage quota are recorded with the event;
- * the rest are metadata only. Returns the event and the storage keys it keeps.
+ * The `email.received` event of one message for one webhook, built once the webhook is known:
+ * the envelope is the event's body (what is delivered, replayed and exported), the raw message
+ * its retained source. Attachments in `kept` show a fileRef where the project keeps file
+ * content; with `withFiles`, their rows go in the event's own statement (checked against
+ * file_storage_bytes there). `keptNow` says whether the last build kept them.
  */
-async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: PoolClient): Promise<{ accepted: AcceptedEvent; keptKeys: string[] }> {
-  const { known, candidates, publicId, rcptTo } = hook;
-  // What fits the file-storage quota is kept (under its lock, in this transaction).
-  const room = candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
-  const kept = new Set<string>();
-  let left = room;
-  for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
-  let used: IngestTarget | null = null;
-  let keptNow = false;
+function mailEvent(rt: Runtime, hook: MailForHook, mail: Mail, kept: Set<string>, withFiles: boolean) {
+  const { known, candidates, rcptTo } = hook;
+  const built = { keptNow: false, target: null as IngestTarget | null };
   const { parsed } = mail;
   const build = (target: IngestTarget) => {
-    used = target;
-    keptNow = keepsFileContent(target.project) && target.projectId === known.projectId;
+    built.target = target;
+    const keptNow = (built.keptNow = keepsFileContent(target.project) && target.projectId === known.projectId);
     const now = mail.receivedAt.getTime();
     const envelope = {
       type: 'email.received',
@@ -220,23 +214,65 @@ async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: Po
       const cut = Math.floor(INGEST_BODY_LIMIT / 4);
       body = Buffer.from(JSON.stringify({ ...envelope, text: envelope.text.slice(0, cut), html: envelope.html?.slice(0, cut) ?? null, truncated: true }));
     }
-    return { channel: 'email' as const, method: 'POST', path: '/', query: {}, headers: { 'content-type': 'application/json' }, contentType: 'application/json', body, source: { body: mail.raw, contentType: 'message/rfc822' } };
+    const rows = withFiles && keptNow ? keptFiles(known, candidates, kept) : [];
+    const files = rows.length ? { rows, expiresAt: filesExpireAt(target, mail) } : undefined;
+    return { channel: 'email' as const, method: 'POST', path: '/', query: {}, headers: { 'content-type': 'application/json' }, contentType: 'application/json', body, source: { body: mail.raw, contentType: 'message/rfc822' }, files };
   };
-  const accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail, client);
-  if (accepted.status === 'duplicate' || !keptNow || kept.size === 0) return { accepted, keptKeys: [] };
-  const target = used!;
-  const files: NewFile[] = candidates
+  return { build, built };
+}
+
+const keptFiles = (known: IngestTarget, candidates: MeasuredAttachment[], kept: Set<string>): NewFile[] =>
+  candidates
     .filter((a) => kept.has(a.id))
     .map((a) => ({ id: a.id, field: 'attachment', filename: a.filename, contentType: a.contentType, size: a.size, sha256: a.sha256, storageKey: storageKey(known.projectId, a.id) }));
-  const expiresAt = new Date(mail.receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
-  await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt }, files, { roomChecked: true });
+
+const filesExpireAt = (target: IngestTarget, mail: Mail) => new Date(mail.receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
+
+/**
+ * One message for one webhook, in the caller's transaction: what fits the file-storage quota's
+ * room is kept, the rest is metadata only. Returns the event and the storage keys it keeps.
+ */
+async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: PoolClient): Promise<{ accepted: AcceptedEvent; keptKeys: string[] }> {
+  const { known, candidates, publicId } = hook;
+  // What fits the file-storage quota is kept (under its lock, in this transaction).
+  const room = candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
+  const kept = new Set<string>();
+  let left = room;
+  for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
+  const { build, built } = mailEvent(rt, hook, mail, kept, false);
+  const accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail, client);
+  if (accepted.status === 'duplicate' || !built.keptNow || kept.size === 0) return { accepted, keptKeys: [] };
+  const target = built.target!;
+  const files = keptFiles(known, candidates, kept);
+  await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: accepted.eventId, expiresAt: filesExpireAt(target, mail) }, files, { roomChecked: true });
   return { accepted, keptKeys: files.map((f) => f.storageKey) };
+}
+
+/**
+ * A message for one webhook whose attachments fit the file-storage quota with room to spare (by
+ * this process's recent reading): the event, its delivery and the attachments' rows in ONE
+ * statement that commits on its own, as HTTP ingest. Null when the attachments turned out not to
+ * fit after all (the statement stored nothing): the caller takes the room-checking path.
+ */
+async function acceptMailAlone(rt: Runtime, hook: MailForHook, mail: Mail): Promise<{ accepted: AcceptedEvent; keptKeys: string[] } | null> {
+  const kept = new Set(hook.candidates.map((a) => a.id));
+  const { build, built } = mailEvent(rt, hook, mail, kept, true);
+  try {
+    const accepted = await acceptEvent(rt, hook.publicId, { channel: 'email', build }, admitEmail);
+    const keptKeys = accepted.status === 'duplicate' || !built.keptNow ? [] : hook.candidates.map((a) => storageKey(hook.known.projectId, a.id));
+    return { accepted, keptKeys };
+  } catch (err) {
+    if (err instanceof QuotaExceeded && err.details.quota === 'file_storage_bytes') return null;
+    throw err;
+  }
 }
 
 /**
  * A message for all its webhooks, all or nothing: every recipient's event (and kept files) is
  * written in ONE transaction, so `250` covers every RCPT and a refusal stores nothing for any.
- * Attachment content written but not recorded (refused, or over the quota's room) is removed.
+ * A message for one webhook whose attachments fit with room to spare is one statement
+ * (acceptMailAlone). Attachment content written but not recorded (refused, or over the quota's
+ * room) is removed.
  */
 async function acceptMessage(rt: Runtime, byHook: Map<string, string[]>, mail: Mail): Promise<AcceptedEvent[]> {
   const written: string[] = [];
@@ -245,6 +281,19 @@ async function acceptMessage(rt: Runtime, byHook: Map<string, string[]>, mail: M
   try {
     const hooks: MailForHook[] = [];
     for (const [publicId, rcpt] of byHook) hooks.push(await prepareMail(rt, publicId, rcpt, mail, written));
+    const alone = hooks.length === 1 ? hooks[0] : null;
+    // Nothing to keep (no attachments, Free), or all of it fits with room to spare: one statement.
+    const ample =
+      alone !== null &&
+      (alone.candidates.length === 0 ||
+        fileStorageAmple(rt, { project: alone.known.project, webhook: { id: alone.known.webhookId, quotaOverrides: alone.known.quotaOverrides }, bytes: alone.candidates.reduce((n, a) => n + a.size, 0) }));
+    // acceptEvent on the pool woke the runners after its commit.
+    const one = ample ? await acceptMailAlone(rt, alone, mail) : null;
+    if (one) {
+      committed = true;
+      for (const k of one.keptKeys) keep.add(k);
+      return [one.accepted];
+    }
     const accepted = await inTransaction(rt.db.pool, async (client) => {
       const out: AcceptedEvent[] = [];
       for (const hook of hooks) {
@@ -331,7 +380,8 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
         let parsed: ParsedMail;
         try {
           // maxChildNodes: mailparser's splitter option (not in its types), 1000 parts by default.
-          const options = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, maxChildNodes: EMAIL_LIMITS.mimeParts };
+          // checksumAlgo: each attachment's sha256 is computed while it is decoded (not md5, then sha256 again).
+          const options = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, checksumAlgo: 'sha256', maxChildNodes: EMAIL_LIMITS.mimeParts };
           parsed = await simpleParser(raw, options as Parameters<typeof simpleParser>[1]);
         } catch (err) {
           return callback(reply(554, `5.6.0 The message cannot be parsed: ${(err as Error).message}`));

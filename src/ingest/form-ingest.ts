@@ -2,9 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
-import { inTransaction } from '../db/client.ts';
 import { InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../errors.ts';
-import { discardContent, fileRef, normalContentType, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
+import { discardContent, fileRef, normalContentType, keepsFileContent, storageKey, type NewFile } from '../files/service.ts';
 import { FileTooLarge, fileStore, measuring, type Measured } from '../files/store.ts';
 import { mediaType } from '../http/body.ts';
 import { sendError, sendJson } from '../http/respond.ts';
@@ -241,10 +240,8 @@ export function createFormIngestHandler(rt: Runtime) {
       let location: string | null = null;
       const headers = eventHeaders(req.headers);
       const query = eventQuery(url.searchParams);
-      let used: IngestTarget | null = null;
       let keptNow = false;
       const build = (target: IngestTarget) => {
-        used = target;
         keptNow = keep !== null && target.projectId === keep.projectId && keepsFileContent(target.project);
         const now = receivedAt.getTime();
         const envelope = {
@@ -259,29 +256,17 @@ export function createFormIngestHandler(rt: Runtime) {
         };
         const body = Buffer.from(JSON.stringify(envelope));
         if (body.length > INGEST_BODY_LIMIT) throw new PayloadTooLarge(INGEST_BODY_LIMIT);
-        return { channel: 'form' as const, method: 'POST', path: '/', query, headers, contentType: 'application/json', body };
+        // The written files' rows and file_storage_bytes go in the event's own statement (409 when they do not fit).
+        const rows: NewFile[] = keptNow
+          ? form.files.filter((f) => f.key).map((f) => ({ id: f.id, field: f.field, filename: f.filename, contentType: f.contentType, ...f.measured(), storageKey: f.key! }))
+          : [];
+        const files = rows.length ? { rows, expiresAt: new Date(now + webhookQuotas(target.project, target).payload_retention_seconds * 1000) } : undefined;
+        return { channel: 'form' as const, method: 'POST', path: '/', query, headers, contentType: 'application/json', body, files };
       };
       const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, { fieldSecret: form.secret, validate: () => void (location = checkRedirect(form.redirect)) });
-      let accepted: AcceptedEvent;
-      let kept = false;
-      if (written.length === 0) accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit);
-      else {
-        accepted = await inTransaction(rt.db.pool, async (client) => {
-          const a = await acceptEvent(rt, publicId, { channel: 'form', build }, admit, client);
-          const target = used!;
-          if (a.status === 'duplicate' || !keptNow) return a;
-          const files: NewFile[] = form.files
-            .filter((f) => f.key)
-            .map((f) => ({ id: f.id, field: f.field, filename: f.filename, contentType: f.contentType, ...f.measured(), storageKey: f.key! }));
-          const expiresAt = new Date(receivedAt.getTime() + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
-          await recordFiles(rt, client, { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides }, eventId: a.eventId, expiresAt }, files);
-          kept = true;
-          return a;
-        });
-        recorded = kept;
-        // After the commit: the delivery job is there to be picked up.
-        if (accepted.status !== 'duplicate') rt.runners.nudge();
-      }
+      // One statement stores the event, its delivery and the files' rows, and wakes the runners after it commits.
+      const accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit);
+      recorded = keptNow && accepted.status !== 'duplicate';
       answer(res, location, accepted);
     } catch (err) {
       if (!req.readableEnded) {

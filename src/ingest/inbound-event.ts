@@ -1,3 +1,4 @@
+import type { EventFiles } from '../files/service.ts';
 import type { EventContext } from '../routing/rules.ts';
 
 /**
@@ -16,6 +17,12 @@ export interface InboundEvent extends Omit<EventContext, 'channel' | 'body'> {
    * stored_payload_bytes; never delivered.
    */
   source?: { body: Buffer; contentType: string };
+  /**
+   * Files whose content the channel (form, email) already wrote to the file store: their rows
+   * and file_storage_bytes (checked: 409 when they do not fit) are written by the event's own
+   * statement, so the event and its files commit together or not at all. Never delivered.
+   */
+  files?: EventFiles;
 }
 
 /**

@@ -7,6 +7,8 @@ import type { Runtime } from '../runtime.ts';
 import { countsTowardIngestRate, type InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
 import { ATTEMPT_TASK, insertAttemptJobRows } from '../deliveries/job.ts';
+import { fileRowsCte, fileRowsValues } from '../files/service.ts';
+import { FILE_STORAGE_FITS, fileStorageCheck, fileStorageCheckCte, fileStorageCountCte, fileStorageCountValues, type FileStorageRow } from '../projects/quotas/file-storage.ts';
 
 /** An event row as ingest writes it: the inbound event, with its ids and retention. */
 export interface NewEvent extends InboundEvent {
@@ -45,12 +47,14 @@ const NOW_UTC = "(now() AT TIME ZONE 'UTC')";
  * inbound_dedupe (primary key: webhook and key, so two API processes cannot both claim it; an
  * expired claim is taken over), and the event is written only when the claim is this request's.
  */
-function eventInsert(p: NamedParams, source?: { from: string; where: string }, dedupe = false): string {
+function eventInsert(p: NamedParams, source?: { from: string; where: string }, dedupe = false, filesFit = false): string {
   const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`, EVENT_CASTS[c])).join(', ');
   const webhookId = p.$('event_webhook_id');
   const version = p.$('event_config_version', 'int');
   const webhookActive = `EXISTS (SELECT 1 FROM webhooks WHERE id = ${webhookId} AND status = 'active' AND (${version} IS NULL OR config_version = ${version}))`;
-  const gates = `${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${webhookActive}`;
+  // With files: only when they fit the file-storage quota (fileStorageCheckCte).
+  const fits = filesFit ? `${FILE_STORAGE_FITS} AND ` : '';
+  const gates = `${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${fits}${webhookActive}`;
   const claim = dedupe
     ? `${CLAIM} AS (
   INSERT INTO inbound_dedupe (webhook_id, key, event_id, delivery_id, expires_at)
@@ -82,7 +86,7 @@ export interface IngestDelivery {
 }
 
 /** The delivery and its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
-const deliveryCtes = (p: NamedParams) => `, delivery AS (
+const deliveryCtes = (p: NamedParams) => `delivery AS (
   INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at)
   SELECT ${p.$('delivery_id')}, s.project_id, s.webhook_id, s.id, ${p.$('delivery_destination_id')}, ${p.$('delivery_destination')}, ${p.$('delivery_status')},
          ${p.$('delivery_run_at', 'timestamptz')} FROM ${STORED} s
@@ -97,38 +101,57 @@ interface IngestStatement {
   params: NamedParams;
 }
 
-function statement(name: string, build: (p: NamedParams) => string): IngestStatement {
-  const params = new NamedParams();
-  return { name, text: build(params), params };
+/** What one ingest statement does, beside storing the event. */
+interface StatementShape {
+  /** The quota checks: none (QUOTA_ENFORCEMENT=off), with the usage counters read, or the rate windows alone (see ingestQuotaCheck). */
+  quotas: 'none' | 'quotas' | 'rate';
+  /** The delivery and its job. */
+  delivery: boolean;
+  /** The provider's delivery id claimed first (only with the delivery). */
+  dedupe: boolean;
+  /** Files recorded with the event: none, counted, or checked against file_storage_bytes and counted. */
+  files: 'none' | 'count' | 'checked';
 }
 
-/** QUOTA_ENFORCEMENT=off: the event alone, or with its delivery. */
-const INSERT_EVENT = statement('ingest_insert_event', (p) => `WITH ${eventInsert(p)}
-SELECT EXISTS (SELECT FROM ${STORED}) AS stored`);
-const insertEventAndDelivery = (dedupe: boolean) => (p: NamedParams) => `WITH ${eventInsert(p, undefined, dedupe)}
-${deliveryCtes(p)}
-SELECT EXISTS (SELECT FROM ${STORED}) AS stored, (SELECT count(*) FROM job) AS jobs${dedupe ? `, ${duplicateOf(p)}` : ''}`;
-const INSERT_EVENT_AND_DELIVERY = statement('ingest_insert_event_and_delivery', insertEventAndDelivery(false));
-
 /**
- * The quota checks and the event in one statement: the event is written only when the checks
- * admit the request (and the webhook is active); a refusal comes back with the usage the checks
- * read, to name the exceeded quota. With the delivery, the whole of an ingest is this statement.
+ * The statement of a shape, e.g. `ingest_insert_event_and_delivery_within_quotas`: the quota
+ * checks and the file-storage check gate the event insert (a refusal comes back with the usage
+ * they read, to name the exceeded quota); the delivery, its job, the rate-window hit and the
+ * file rows and their bytes follow the event insert. The whole of an ingest is this statement.
  */
-const withinQuotas = (withDelivery: boolean, readCounters = true, dedupe = false) => (p: NamedParams) => `WITH ${ingestQuotaCte(p, readCounters)},
-${eventInsert(p, { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe)}, ${ingestRateHitCte(STORED)}${withDelivery ? deliveryCtes(p) : ''}
-SELECT ingest_quota.admitted, ingest_quota.usage, EXISTS (SELECT FROM ${STORED}) AS stored${withDelivery ? ', (SELECT count(*) FROM job) AS jobs' : ''}${dedupe ? `, ${duplicateOf(p)}` : ''} FROM ingest_quota`;
-const INSERT_EVENT_WITHIN_QUOTAS = statement('ingest_insert_event_within_quotas', withinQuotas(false));
-const INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS = statement('ingest_insert_event_and_delivery_within_quotas', withinQuotas(true));
-/** The same, when the process's recent reading of the usage counters leaves ample headroom: the rate windows alone are read. */
-const INSERT_EVENT_WITHIN_RATE = statement('ingest_insert_event_within_rate', withinQuotas(false, false));
-const INSERT_EVENT_AND_DELIVERY_WITHIN_RATE = statement('ingest_insert_event_and_delivery_within_rate', withinQuotas(true, false));
-/** The same three with the delivery, when the webhook dedupes by the provider's delivery id. */
-const DEDUPED = {
-  none: statement('ingest_insert_event_and_delivery_dedupe', insertEventAndDelivery(true)),
-  quotas: statement('ingest_insert_event_and_delivery_within_quotas_dedupe', withinQuotas(true, true, true)),
-  rate: statement('ingest_insert_event_and_delivery_within_rate_dedupe', withinQuotas(true, false, true)),
-};
+function buildStatement(shape: StatementShape): IngestStatement {
+  const { quotas, delivery, dedupe, files } = shape;
+  const name = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}`;
+  const params = new NamedParams();
+  const p = params;
+  const ctes: string[] = [];
+  if (quotas !== 'none') ctes.push(ingestQuotaCte(p, quotas === 'quotas'));
+  if (files === 'checked') ctes.push(fileStorageCheckCte(p));
+  ctes.push(eventInsert(p, quotas === 'none' ? undefined : { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe, files === 'checked'));
+  if (quotas !== 'none') ctes.push(ingestRateHitCte(STORED));
+  if (delivery) ctes.push(deliveryCtes(p));
+  if (files !== 'none') ctes.push(fileRowsCte(p, STORED), fileStorageCountCte(p, STORED));
+  const columns = [
+    ...(quotas === 'none' ? [] : ['ingest_quota.admitted', 'ingest_quota.usage']),
+    `EXISTS (SELECT FROM ${STORED}) AS stored`,
+    ...(delivery ? ['(SELECT count(*) FROM job) AS jobs'] : []),
+    ...(dedupe ? [duplicateOf(p)] : []),
+    ...(files === 'checked' ? [`${FILE_STORAGE_FITS} AS files_fit`, '(SELECT usage FROM file_quota) AS file_usage'] : []),
+  ];
+  const text = `WITH ${ctes.join(',\n')}
+SELECT ${columns.join(', ')}${quotas === 'none' ? '' : ' FROM ingest_quota'}`;
+  return { name, text, params };
+}
+
+const statements = new Map<string, IngestStatement>();
+
+/** The statement of a shape, built once (its text stays the same, so the prepared statement keeps its plan). */
+function statementFor(shape: StatementShape): IngestStatement {
+  const key = `${shape.quotas} ${shape.delivery} ${shape.dedupe} ${shape.files}`;
+  let s = statements.get(key);
+  if (!s) statements.set(key, (s = buildStatement(shape)));
+  return s;
+}
 
 /** Inbound deduplication: the key (provider, event type, delivery id) and the webhook's window. */
 export interface IngestDedupe {
@@ -195,24 +218,33 @@ export async function storeEvent(
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length + (event.source?.body.length ?? 0), ingestRate: countsTowardIngestRate(event.channel) });
   const dedupeValues = dedupe && delivery ? { dedupe_key: dedupe.key, dedupe_delivery_id: delivery.id, dedupe_window_seconds: dedupe.windowSeconds } : null;
   const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues };
-  const chosen = dedupeValues
-    ? DEDUPED[check ? (check.readCounters ? 'quotas' : 'rate') : 'none']
-    : check
-    ? check.readCounters
-      ? delivery
-        ? INSERT_EVENT_AND_DELIVERY_WITHIN_QUOTAS
-        : INSERT_EVENT_WITHIN_QUOTAS
-      : delivery
-        ? INSERT_EVENT_AND_DELIVERY_WITHIN_RATE
-        : INSERT_EVENT_WITHIN_RATE
-    : delivery
-      ? INSERT_EVENT_AND_DELIVERY
-      : INSERT_EVENT;
+  const files = event.files?.rows.length ? event.files : null;
+  const fileBytes = files ? files.rows.reduce((n, f) => n + f.size, 0) : 0;
+  const fileCheck = files ? fileStorageCheck(rt, { ...quotas, bytes: fileBytes }) : null;
+  const chosen = statementFor({
+    quotas: check ? (check.readCounters ? 'quotas' : 'rate') : 'none',
+    delivery: delivery !== undefined,
+    dedupe: dedupeValues !== null,
+    files: files ? (fileCheck ? 'checked' : 'count') : 'none',
+  });
+  if (files) {
+    Object.assign(values, fileRowsValues(files), fileCheck?.values ?? fileStorageCountValues({ projectId: quotas.project.id, webhookId: quotas.webhook.id, bytes: fileBytes }));
+  }
   const run = async (client: pg.Pool | pg.PoolClient): Promise<DuplicateOf | null> => {
-    const { rows } = await client.query<IngestQuotaRow & { stored: boolean; duplicate_of?: DuplicateOf | null }>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
+    const { rows } = await client.query<IngestQuotaRow & FileStorageRow & { stored: boolean; duplicate_of?: DuplicateOf | null }>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
     check?.enforce(rows[0]);
-    if (rows[0].stored) return null;
+    if (rows[0].stored) {
+      fileCheck?.enforce(rows[0]);
+      return null;
+    }
     if (rows[0].duplicate_of) return rows[0].duplicate_of;
+    // Files that do not fit (409 file_storage_bytes), nothing stored: unless the webhook changed
+    // meanwhile, whose state (or a fresh decision) comes first, as when files were checked after the event.
+    if (fileCheck && rows[0].files_fit === false) {
+      const { rows: now } = await client.query<{ status: string; config_version: number }>('SELECT status, config_version FROM webhooks WHERE id = $1', [event.webhookId]);
+      if (now[0]?.status === 'active' && (event.configVersion === null || now[0].config_version === event.configVersion)) fileCheck.enforce(rows[0]);
+      throw await stateNow(client, event.webhookId, event.configVersion);
+    }
     // A claim committed by another process while this statement waited on it is not in the
     // statement's snapshot: read it now.
     if (dedupeValues) {
@@ -224,15 +256,14 @@ export async function storeEvent(
     }
     throw await stateNow(client, event.webhookId, event.configVersion);
   };
-  if (!check?.exact) return run(db);
-  if (isPoolClient(db)) {
-    await check.lock(db);
-    return run(db);
-  }
-  return inTransaction(db, async (client) => {
-    await check.lock(client);
+  // Small rate limits, or files near their quota: the checks are exact under their locks (ingest's first, as everywhere).
+  if (!check?.exact && !fileCheck?.exact) return run(db);
+  const locked = async (client: pg.PoolClient) => {
+    if (check?.exact) await check.lock(client);
+    if (fileCheck?.exact) await fileCheck.lock(client);
     return run(client);
-  });
+  };
+  return isPoolClient(db) ? locked(db) : inTransaction(db, locked);
 }
 
 function isPoolClient(db: pg.Pool | pg.PoolClient): db is pg.PoolClient {

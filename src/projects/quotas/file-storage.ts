@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { NamedParams } from '../../db/named-params.ts';
 import type { Runtime } from '../../runtime.ts';
 import { counterSum, enforcing, firstExceeded, lockQuotaScope, projectQuotas, webhookOverrides, webhookQuotas, type Check, type ProjectQuotaSource, type Queryable, type WebhookQuotaSource } from './limits.ts';
 
@@ -61,7 +62,131 @@ async function checkedUsage(client: pg.PoolClient | null, db: Queryable, project
     await lockQuotaScope(client, `project:${project.id}`);
     usage = await readFileStorage(db, project.id, webhook?.id ?? null);
   }
+  rememberReading(project, webhook, usage);
   return usage;
+}
+
+/** A process's last reading of a project's (and webhook's) file storage usage. */
+interface FileStorageReading {
+  at: number;
+  project: number;
+  webhook: number;
+}
+const readings = new Map<string, FileStorageReading>();
+const READING_MAX_AGE_MS = 250;
+const readingKey = (project: ProjectQuotaSource, webhook: WebhookQuotaSource | null) => `${project.id} ${webhook?.id ?? ''}`;
+
+function rememberReading(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, usage: { project: number; webhook: number }) {
+  const key = readingKey(project, webhook);
+  if (readings.size >= 10_000 && !readings.has(key)) readings.clear();
+  readings.set(key, { at: Date.now(), ...usage });
+}
+
+/**
+ * Whether this process read the usage under READING_MAX_AGE_MS ago and it was then far from
+ * every limit (see `near`), `bytes` included: a check may then run without the quota lock, as
+ * checkedUsage does far from the limits.
+ */
+function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, limits: FileStorageLimits, bytes: number): boolean {
+  const r = readings.get(readingKey(project, webhook));
+  if (!r || Date.now() - r.at > READING_MAX_AGE_MS) return false;
+  return !near(limits.project, r.project, bytes) && !near(limits.webhook, r.webhook, bytes);
+}
+
+/**
+ * Whether `bytes` of files would fit the quota by this process's recent reading, far from every
+ * limit (true when QUOTA_ENFORCEMENT is off). A channel that keeps only what fits (email) takes
+ * the one-statement path (fileStorageCheck) only then.
+ */
+export function fileStorageAmple(rt: Pick<Runtime, 'config'>, input: FileStorageQuotaInput): boolean {
+  if (!enforcing(rt)) return true;
+  return farFromLimits(input.project, input.webhook, limitsOf(input.project, input.webhook), Math.max(0, Math.floor(input.bytes)));
+}
+
+/** What the ingest statement returns of the file-storage check (fileStorageCheckCte). */
+export interface FileStorageRow {
+  files_fit?: boolean | null;
+  /** [project bytes, webhook bytes] before this request; bigint[] arrives as strings. */
+  file_usage?: (string | number)[] | null;
+}
+
+/** The name of the check's CTE, and the condition the event insert is gated on. */
+const FILE_QUOTA = 'file_quota';
+export const FILE_STORAGE_FITS = `(SELECT fits FROM ${FILE_QUOTA})`;
+
+/**
+ * enforceFileStorageQuota as common table expressions, for the statement that stores an event
+ * with its files (src/ingest/store-event.ts): `file_quota`, one row: the usage it read (`usage`)
+ * and `fits`, which gates the event insert (FILE_STORAGE_FITS). Parameters: `files_project_id`,
+ * `files_webhook_id`, `files_bytes`, `files_limit_project`, `files_limit_webhook` (NULL: not
+ * checked); FileStorageCheck.values gives them.
+ */
+export const fileStorageCheckCte = (p: NamedParams) => `
+${FILE_QUOTA} AS MATERIALIZED (
+  SELECT ARRAY[u.project_bytes, u.webhook_bytes] AS usage,
+         coalesce(u.project_bytes + ${p.$('files_bytes', 'bigint')} <= ${p.$('files_limit_project', 'bigint')}, true)
+           AND coalesce(u.webhook_bytes + ${p.$('files_bytes', 'bigint')} <= ${p.$('files_limit_webhook', 'bigint')}, true) AS fits
+    FROM (SELECT ${counterSum(`project_id = ${p.$('files_project_id', 'text')} AND webhook_id = '' AND metric = 'file_storage_bytes' AND period = 'current'`)} AS project_bytes,
+                 ${counterSum(`project_id = ${p.$('files_project_id', 'text')} AND webhook_id = coalesce(${p.$('files_webhook_id', 'text')}, '') AND metric = 'file_storage_bytes' AND period = 'current'`)} AS webhook_bytes) u
+)`;
+
+/**
+ * Counts the files' bytes in file_storage_bytes (as addFileStorage does), in the statement that
+ * stores the event, only when `storedCte` (the event insert) wrote a row. Parameters:
+ * `files_project_id`, `files_webhook_id`, `files_bytes`.
+ */
+export const fileStorageCountCte = (p: NamedParams, storedCte: string) => `
+file_storage_hit AS (
+  INSERT INTO usage_counters AS u (project_id, webhook_id, metric, period, shard, value)
+  SELECT ${p.$('files_project_id', 'text')}, w, 'file_storage_bytes', 'current', usage_counter_shard(), ${p.$('files_bytes', 'bigint')}
+    FROM unnest(ARRAY['', ${p.$('files_webhook_id', 'text')}]) WITH ORDINALITY AS s(w, i)
+   WHERE w IS NOT NULL AND EXISTS (SELECT FROM ${storedCte})
+   ORDER BY s.i
+  ON CONFLICT (project_id, webhook_id, metric, period, shard) DO UPDATE SET value = u.value + excluded.value
+)`;
+
+/** The values fileStorageCountCte names (and fileStorageCheckCte, with FileStorageCheck.values). */
+export const fileStorageCountValues = (input: { projectId: string; webhookId: string | null; bytes: number }) => ({
+  files_project_id: input.projectId,
+  files_webhook_id: input.webhookId,
+  files_bytes: Math.max(0, Math.floor(input.bytes)),
+});
+
+/** enforceFileStorageQuota, prepared for the statement that embeds fileStorageCheckCte. */
+export interface FileStorageCheck {
+  values: Record<string, unknown>;
+  /** Near a limit (or without a recent reading): take `lock` in the statement's transaction first, so the check is exact. */
+  exact: boolean;
+  lock(client: pg.PoolClient): Promise<void>;
+  /** Remembers the usage read; throws QuotaExceeded (409 file_storage_bytes) when the files did not fit. */
+  enforce(row: FileStorageRow): void;
+}
+
+/**
+ * The file-storage check of files stored with their event in one statement: the same limits,
+ * order and exactness as enforceFileStorageQuota (far from the limits by this process's reading
+ * of the last 250 ms, no lock; else the project's quota lock first). Null when
+ * QUOTA_ENFORCEMENT is off (the bytes are still counted: fileStorageCountCte).
+ */
+export function fileStorageCheck(rt: Pick<Runtime, 'config'>, input: FileStorageQuotaInput): FileStorageCheck | null {
+  if (!enforcing(rt)) return null;
+  const { project, webhook } = input;
+  const bytes = Math.max(0, Math.floor(input.bytes));
+  const limits = limitsOf(project, webhook);
+  return {
+    values: { ...fileStorageCountValues({ projectId: project.id, webhookId: webhook?.id ?? null, bytes }), files_limit_project: limits.project, files_limit_webhook: limits.webhook },
+    exact: !farFromLimits(project, webhook, limits, bytes),
+    lock: (client) => lockQuotaScope(client, `project:${project.id}`),
+    enforce(row) {
+      const usage = (row.file_usage ?? []).map(Number);
+      if (usage.length === 2) rememberReading(project, webhook, { project: usage[0], webhook: usage[1] });
+      if (row.files_fit !== false) return;
+      const checks: Check[] = [{ quota: 'file_storage_bytes', scope: 'project', limit: limits.project, current: usage[0], delta: bytes }];
+      if (limits.webhook !== null) checks.push({ quota: 'file_storage_bytes', scope: 'webhook', limit: limits.webhook, current: usage[1], delta: bytes });
+      firstExceeded(checks);
+      throw new Error('file storage check: the statement refused files no check refuses');
+    },
+  };
 }
 
 /**
