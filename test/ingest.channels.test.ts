@@ -1,3 +1,4 @@
+import { capturedStatements } from './support/statements.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,19 +45,7 @@ const mail = (to: string, i: number) => ({ from: 'a@x.test', to, subject: `mail 
  * the first words of unnamed ones), on any pool or connection.
  */
 async function statementsOf(fn: () => Promise<unknown>): Promise<string[]> {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const query = proto.query;
-  const sent: string[] = [];
-  proto.query = function (this: pg.Client, ...args: unknown[]) {
-    const q = args[0] as string | { name?: string; text: string };
-    sent.push(typeof q === 'string' ? q.trim().slice(0, 40) : (q.name ?? q.text.trim().slice(0, 40)));
-    return query.apply(this, args);
-  };
-  try {
-    await fn();
-  } finally {
-    proto.query = query;
-  }
+  const sent = await capturedStatements(pg.Client.prototype, fn);
   return sent.filter((s) => /ingest|file|quota|^BEGIN|^COMMIT|^INSERT INTO files/i.test(s));
 }
 

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import { capturedStatements } from './support/statements.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setProjectQuota } from '../src/projects/service.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -19,20 +19,7 @@ afterAll(async () => {
 
 /** Names of the statements `fn` sends through the app's pool. */
 async function statementsOf(fn: () => Promise<unknown>): Promise<string[]> {
-  const pool = app.rt.db.pool as unknown as { query: (...args: unknown[]) => unknown };
-  const query = pool.query;
-  const sent: string[] = [];
-  pool.query = function (this: pg.Pool, ...args: unknown[]) {
-    const q = args[0] as string | { name?: string; text: string };
-    sent.push(typeof q === 'string' ? q.trim().slice(0, 40) : (q.name ?? q.text.trim().slice(0, 40)));
-    return query.apply(this, args);
-  };
-  try {
-    await fn();
-  } finally {
-    pool.query = query;
-  }
-  return sent;
+  return capturedStatements(app.rt.db.pool, fn);
 }
 
 const auth = (secret: string) => ({ 'x-webhook-secret': secret });

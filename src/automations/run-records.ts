@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { isDatabaseUnavailable } from '../errors.ts';
+import { BatchWriter } from '../db/batch-writer.ts';
 import { log } from '../log.ts';
 
 /** One run's record and what it adds to the project's monthly usage. */
@@ -62,57 +62,37 @@ export async function writeRunRecords(db: pg.Pool | pg.PoolClient, records: RunR
   await db.query({ name: 'automation_run_records', text: RECORD_SQL, values: [JSON.stringify(rows)] });
 }
 
-const RETRY_FOR_MS = 30_000;
-
 /**
  * Gathers the records of runs finishing at about the same time in this process into one
- * statement (as AttemptRecorder does for attempts): while one batch is written the next fills
- * up, so under load many runs share a round trip and alone each is written at once. While the
- * database is away the records wait (up to 30 s) and are written when it is back.
- * record() resolves once the run's record is written; it rejects when it could not be.
+ * statement (a BatchWriter, as AttemptRecorder does for attempts): under load many runs share a
+ * round trip and alone each is written at once. While the database is away the records wait (up
+ * to 30 s) and are written when it is back. record() resolves once the run's record is written;
+ * it rejects when it could not be. A batch the database refuses is written again one record at a
+ * time, so one record it refuses loses no other.
  */
 export class RunRecorder {
-  private pending: { record: RunRecord; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  private writing = false;
+  private readonly writer: BatchWriter<RunRecord, void>;
 
-  constructor(
-    private readonly db: pg.Pool,
-    private readonly maxBatch = 200,
-  ) {}
-
-  record(record: RunRecord): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ record, resolve, reject });
-      if (!this.writing) void this.drain();
-    });
+  constructor(db: pg.Pool, maxBatch = 200) {
+    this.writer = new BatchWriter(
+      async (records) => {
+        await writeRunRecords(db, records);
+        return records.map(() => undefined);
+      },
+      {
+        maxBatch,
+        onRefused: async (records, err) => {
+          if (records.length === 1) return [{ status: 'rejected', reason: err }];
+          log.warn({ err }, 'a batch of automation run records failed; writing them one by one');
+          const settled: PromiseSettledResult<void>[] = [];
+          for (const r of records) settled.push(...(await Promise.allSettled([writeRunRecords(db, [r])])));
+          return settled;
+        },
+      },
+    );
   }
 
-  private async drain() {
-    this.writing = true;
-    try {
-      while (this.pending.length > 0) {
-        const batch = this.pending.splice(0, this.maxBatch);
-        for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
-          try {
-            await writeRunRecords(this.db, batch.map((p) => p.record));
-            for (const p of batch) p.resolve();
-            break;
-          } catch (err) {
-            if (isDatabaseUnavailable(err) && Date.now() - since < RETRY_FOR_MS) {
-              await new Promise((r) => setTimeout(r, delay));
-              continue;
-            }
-            if (batch.length > 1) {
-              // One record the database refuses must not lose the others: each on its own.
-              log.warn({ err }, 'a batch of automation run records failed; writing them one by one');
-              for (const p of batch) await writeRunRecords(this.db, [p.record]).then(p.resolve, p.reject);
-            } else batch[0].reject(err);
-            break;
-          }
-        }
-      }
-    } finally {
-      this.writing = false;
-    }
+  record(record: RunRecord): Promise<void> {
+    return this.writer.add(record);
   }
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { isDatabaseUnavailable } from '../errors.ts';
+import { BatchWriter } from '../db/batch-writer.ts';
 import { newId } from '../ids.ts';
 import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
@@ -213,65 +213,37 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResul
   return ok;
 }
 
-const RECORD_RETRY_MS = 30_000;
-
 /**
  * Gathers the results of attempts finishing at about the same time on this runner into one
- * recordAttempts statement: while one batch is being written the next one fills up, so under
- * load a runner writes many results per round trip and alone it writes each at once.
+ * recordAttempts write (BatchWriter): under load a runner writes many results per round trip and
+ * alone it writes each at once. While the database is away (restarting), the results wait and are
+ * written when it is back: dropped, their deliveries would hold the webhook's in-flight slots until
+ * their leases ran out. A result written after its lease was taken over is refused by the guard.
  */
 export class AttemptRecorder {
-  private pending: { result: AttemptResult; resolve: (ok: boolean) => void; reject: (err: unknown) => void }[] = [];
-  private writing = false;
+  private readonly writer: BatchWriter<AttemptResult, boolean>;
 
   constructor(
-    private readonly db: pg.Pool,
-    private readonly maxBatch = 200,
+    db: pg.Pool,
+    maxBatch = 200,
     /** The metrics roll-ups the recorded results go to (none with METRICS_ROLLUPS=off). */
-    private readonly rollups?: RollupWriter,
-  ) {}
-
-  record(result: AttemptResult): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ result, resolve, reject });
-      if (!this.writing) void this.drain();
-    });
+    rollups?: RollupWriter,
+  ) {
+    this.writer = new BatchWriter(async (results) => {
+      const recordedAt = Date.now();
+      const ages = await recordAttemptsDetailed(db, results);
+      return results.map((r, i) => {
+        const age = ages[i];
+        if (age === null) return false;
+        countAttempt(r);
+        rollups?.add({ webhookId: r.delivery.webhook_id, projectId: r.delivery.project_id, outcome: r.outcome, statusCode: r.statusCode, failure: r.failure, ageMs: age.ageMs, replay: age.replay, recordedAt });
+        return true;
+      });
+    }, { maxBatch });
   }
 
-  private async drain() {
-    this.writing = true;
-    try {
-      while (this.pending.length > 0) {
-        const batch = this.pending.splice(0, this.maxBatch);
-        // While the database is away (restarting), the results wait and are written when it is
-        // back: dropped, their deliveries would hold the webhook's in-flight slots until their
-        // leases ran out. A result written after its lease was taken over is refused by the guard.
-        for (let delay = 100, since = Date.now(); ; delay = Math.min(delay * 2, 1_000)) {
-          try {
-            const recordedAt = Date.now();
-            const ages = await recordAttemptsDetailed(this.db, batch.map((p) => p.result));
-            batch.forEach((p, i) => {
-              const age = ages[i];
-              if (age !== null) {
-                countAttempt(p.result);
-                const r = p.result;
-                this.rollups?.add({ webhookId: r.delivery.webhook_id, projectId: r.delivery.project_id, outcome: r.outcome, statusCode: r.statusCode, failure: r.failure, ageMs: age.ageMs, replay: age.replay, recordedAt });
-              }
-              p.resolve(age !== null);
-            });
-            break;
-          } catch (err) {
-            if (isDatabaseUnavailable(err) && Date.now() - since < RECORD_RETRY_MS) {
-              await new Promise((r) => setTimeout(r, delay));
-              continue;
-            }
-            for (const p of batch) p.reject(err);
-            break;
-          }
-        }
-      }
-    } finally {
-      this.writing = false;
-    }
+  /** Resolves once the result is written: false when its guard did not hold (see recordAttempts). */
+  record(result: AttemptResult): Promise<boolean> {
+    return this.writer.add(result);
   }
 }
