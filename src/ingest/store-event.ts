@@ -241,9 +241,9 @@ export async function storeEvent(
     // Files that do not fit (409 file_storage_bytes), nothing stored: unless the webhook changed
     // meanwhile, whose state (or a fresh decision) comes first, as when files were checked after the event.
     if (fileCheck && rows[0].files_fit === false) {
-      const { rows: now } = await client.query<{ status: string; config_version: number }>('SELECT status, config_version FROM webhooks WHERE id = $1', [event.webhookId]);
-      if (now[0]?.status === 'active' && (event.configVersion === null || now[0].config_version === event.configVersion)) fileCheck.enforce(rows[0]);
-      throw await stateNow(client, event.webhookId, event.configVersion);
+      const now = await webhookNow(client, event.webhookId);
+      if (now?.status === 'active' && (event.configVersion === null || now.config_version === event.configVersion)) fileCheck.enforce(rows[0]);
+      throw stateError(now, event.configVersion);
     }
     // A claim committed by another process while this statement waited on it is not in the
     // statement's snapshot: read it now.
@@ -272,8 +272,16 @@ function isPoolClient(db: pg.Pool | pg.PoolClient): db is pg.PoolClient {
 
 /** Why a webhook that was active at lookup no longer takes events as read. */
 async function stateNow(db: pg.Pool | pg.PoolClient, webhookId: string, configVersion: number | null): Promise<Error> {
+  return stateError(await webhookNow(db, webhookId), configVersion);
+}
+
+async function webhookNow(db: pg.Pool | pg.PoolClient, webhookId: string): Promise<{ status: string; config_version: number } | undefined> {
   const { rows } = await db.query<{ status: string; config_version: number }>('SELECT status, config_version FROM webhooks WHERE id = $1', [webhookId]);
-  const now = rows[0];
+  return rows[0];
+}
+
+/** Why an event was not stored although its checks admitted it: the webhook changed (retry on a fresh lookup), is paused, or is gone. */
+function stateError(now: { status: string; config_version: number } | undefined, configVersion: number | null): Error {
   if (now && configVersion !== null && now.config_version !== configVersion) return new StaleIngestTarget();
   return now?.status === 'paused' ? new WebhookPaused() : new NotFound('webhook');
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { NamedParams } from '../../db/named-params.ts';
 import type { Runtime } from '../../runtime.ts';
-import { counterSum, enforcing, firstExceeded, lockQuotaScope, projectQuotas, webhookOverrides, webhookQuotas, type Check, type ProjectQuotaSource, type Queryable, type WebhookQuotaSource } from './limits.ts';
+import { counterSum, enforcing, farFromLimit, RecentReadings, firstExceeded, lockQuotaScope, projectQuotas, webhookOverrides, webhookQuotas, type Check, type ProjectQuotaSource, type Queryable, type WebhookQuotaSource } from './limits.ts';
 
 export interface FileStorageQuotaInput {
   project: ProjectQuotaSource;
@@ -20,8 +20,7 @@ async function addFileStorage(db: Queryable, projectId: string, webhookId: strin
   });
 }
 
-/** A check is "near" its limit when, after this request, less than this share of it (or these bytes) would be left. */
-const HEADROOM_SHARE = 0.1;
+/** A check is "near" its limit when, after this request, less than 10 % of it (or these bytes) would be left (farFromLimit). */
 const HEADROOM_BYTES = 64 * 1024 * 1024;
 
 interface FileStorageLimits {
@@ -47,7 +46,7 @@ async function readFileStorage(db: Queryable, projectId: string, webhookId: stri
   return { project: Number(rows[0].project_bytes), webhook: Number(rows[0].webhook_bytes) };
 }
 
-const near = (limit: number | null, current: number, bytes: number) => limit !== null && current + bytes + Math.max(limit * HEADROOM_SHARE, HEADROOM_BYTES) > limit;
+const near = (limit: number | null, current: number, bytes: number) => limit !== null && !farFromLimit(current + bytes, limit, HEADROOM_BYTES);
 
 /**
  * The usage the checks compare. Far from the limits it is read without a lock: concurrent
@@ -67,19 +66,11 @@ async function checkedUsage(client: pg.PoolClient | null, db: Queryable, project
 }
 
 /** A process's last reading of a project's (and webhook's) file storage usage. */
-interface FileStorageReading {
-  at: number;
-  project: number;
-  webhook: number;
-}
-const readings = new Map<string, FileStorageReading>();
-const READING_MAX_AGE_MS = 250;
+const readings = new RecentReadings<{ project: number; webhook: number }>();
 const readingKey = (project: ProjectQuotaSource, webhook: WebhookQuotaSource | null) => `${project.id} ${webhook?.id ?? ''}`;
 
 function rememberReading(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, usage: { project: number; webhook: number }) {
-  const key = readingKey(project, webhook);
-  if (readings.size >= 10_000 && !readings.has(key)) readings.clear();
-  readings.set(key, { at: Date.now(), ...usage });
+  readings.remember(readingKey(project, webhook), usage);
 }
 
 /**
@@ -88,8 +79,8 @@ function rememberReading(project: ProjectQuotaSource, webhook: WebhookQuotaSourc
  * checkedUsage does far from the limits.
  */
 function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, limits: FileStorageLimits, bytes: number): boolean {
-  const r = readings.get(readingKey(project, webhook));
-  if (!r || Date.now() - r.at > READING_MAX_AGE_MS) return false;
+  const r = readings.fresh(readingKey(project, webhook));
+  if (!r) return false;
   return !near(limits.project, r.project, bytes) && !near(limits.webhook, r.webhook, bytes);
 }
 

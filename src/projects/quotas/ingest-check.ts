@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { QuotaName } from '../../errors.ts';
 import type { NamedParams } from '../../db/named-params.ts';
 import type { Runtime } from '../../runtime.ts';
-import { enforcing, exactScope, firstExceeded, lockQuotaScope, overageActive, projectQuotas, tightened, webhookOverrides, type Check, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
+import { enforcing, exactScope, farFromLimit, RecentReadings, firstExceeded, lockQuotaScope, overageActive, projectQuotas, tightened, webhookOverrides, type Check, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
 
 /**
  * The ingest checks in their contract order (the first exceeded one is the refusal): `column` is
@@ -142,36 +142,25 @@ export interface IngestQuotaCheck {
 const FIRST_COUNTER_CHECK = INGEST_CHECKS.findIndex((c) => c.quota !== 'ingest_rate');
 
 /** A process's last reading of a project's (and webhook's) usage counters, in INGEST_CHECKS order. */
-interface CounterReading {
-  at: number;
-  usage: number[];
-}
-const counterReadings = new Map<string, CounterReading>();
-const COUNTER_READING_MAX_AGE_MS = 250;
-const HEADROOM_SHARE = 0.1;
+const counterReadings = new RecentReadings<number[]>();
 const HEADROOM_REQUESTS = 1_000;
-
-function rememberCounterReading(key: string, usage: number[]) {
-  if (counterReadings.size >= 10_000 && !counterReadings.has(key)) counterReadings.clear();
-  counterReadings.set(key, { at: Date.now(), usage });
-}
 
 /**
  * Whether a request (of a project without exact limits) must read the usage counters: unless
- * this process read them under COUNTER_READING_MAX_AGE_MS ago and every counter then stood at
+ * this process read them under READING_MAX_AGE_MS ago and every counter then stood at
  * most 90 % of its limit and at least HEADROOM_REQUESTS requests' worth below it. Reading three
  * counters' shards is most of the checks' cost; far from the limits, a reading a quarter of a
  * second old decides the same. To pass a limit unseen, the projects' processes together would
  * have to spend that headroom within those 250 ms, on top of the overshoot by in-flight
  * requests that limits above the exact threshold already allow (see the top of this file).
  */
-function counterReadNeeded(reading: CounterReading | undefined, limits: (number | null)[], bytes: number): boolean {
-  if (!reading || Date.now() - reading.at > COUNTER_READING_MAX_AGE_MS) return true;
+function counterReadNeeded(usage: number[] | undefined, limits: (number | null)[], bytes: number): boolean {
+  if (!usage) return true;
   for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) {
     const limit = limits[i];
     if (limit === null) continue;
     const perRequest = INGEST_CHECKS[i].quota === 'stored_payload_bytes' ? Math.max(bytes, 1) : 1;
-    if (reading.usage[i] + Math.max(limit * HEADROOM_SHARE, HEADROOM_REQUESTS * perRequest) > limit) return true;
+    if (!farFromLimit(usage[i], limit, HEADROOM_REQUESTS * perRequest)) return true;
   }
   return false;
 }
@@ -209,7 +198,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   const rateKeys = !rated ? [] : overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
   const readsWebhookUsage = overrides.backlog_depth !== undefined || overrides.stored_payload_bytes !== undefined;
   const readingKey = `${project.id} ${readsWebhookUsage ? webhook.id : ''}`;
-  const readCounters = scope !== null || counterReadNeeded(counterReadings.get(readingKey), limits, bytes);
+  const readCounters = scope !== null || counterReadNeeded(counterReadings.fresh(readingKey), limits, bytes);
   if (!readCounters) for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) limits[i] = null;
   return {
     values: {
@@ -223,7 +212,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
     exact: scope !== null,
     readCounters,
     enforce(row) {
-      if (readCounters && row.usage) rememberCounterReading(readingKey, row.usage.map(Number));
+      if (readCounters && row.usage) counterReadings.remember(readingKey, row.usage.map(Number));
       if (row.admitted) return;
       const usage = (row.usage ?? []).map(Number);
       const monthLeft = usage[INGEST_CHECKS.length];

@@ -1,14 +1,12 @@
 import type { QuotaName } from '../../errors.ts';
 import type { Runtime } from '../../runtime.ts';
-import { enforcing, overageActive, projectQuotas, webhookOverrides, webhookQuotas, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
+import { enforcing, headroom as headroomOf, RecentReadings, overageActive, projectQuotas, webhookOverrides, webhookQuotas, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
 
 type UsageRow = { metric: string; webhook: boolean; value: string };
 
 /** A process's last reading of the usage the hint compares, by project and webhook. */
-const readings = new Map<string, { at: number; rows: UsageRow[] }>();
-const READING_MAX_AGE_MS = 250;
-/** Far from a limit: at least this share of it, and this many requests' worth, left. As ingest-check.ts's counter readings. */
-const HEADROOM_SHARE = 0.1;
+const readings = new RecentReadings<UsageRow[]>();
+/** Far from a limit: at least 10 % of it, and this many requests' worth, left (see farFromLimit; as ingest-check.ts's counter readings). */
 const HEADROOM_REQUESTS = 1_000;
 
 /**
@@ -24,8 +22,8 @@ const HEADROOM_REQUESTS = 1_000;
 export async function ingestRefusalHint(rt: Pick<Runtime, 'config' | 'db'>, project: ProjectQuotaSource, webhook: WebhookQuotaSource, opts: { bytes?: number } = {}): Promise<QuotaName | null> {
   if (!enforcing(rt)) return null;
   const key = `${project.id} ${webhook.id}`;
-  const recent = readings.get(key);
-  if (recent && Date.now() - recent.at <= READING_MAX_AGE_MS && refusal(recent.rows, project, webhook, opts.bytes, true) === null) return null;
+  const recent = readings.fresh(key);
+  if (recent && refusal(recent, project, webhook, opts.bytes, true) === null) return null;
   const { rows } = await rt.db.pool.query<UsageRow>({
     name: 'ingest_refusal_hint',
     text: `SELECT metric, webhook_id <> '' AS webhook, coalesce(sum(value), 0)::bigint AS value FROM usage_counters
@@ -35,16 +33,15 @@ export async function ingestRefusalHint(rt: Pick<Runtime, 'config' | 'db'>, proj
             GROUP BY 1, 2`,
     values: [project.id, webhook.id],
   });
-  if (readings.size >= 10_000 && !readings.has(key)) readings.clear();
-  readings.set(key, { at: Date.now(), rows });
+  readings.remember(key, rows);
   return refusal(rows, project, webhook, opts.bytes, false);
 }
 
 /** The hint from a reading; with `headroom`, as if the usage had grown by the headroom (far from every limit, or not). */
-function refusal(rows: UsageRow[], project: ProjectQuotaSource, webhook: WebhookQuotaSource, bytesAhead: number | undefined, headroom: boolean): QuotaName | null {
+function refusal(rows: UsageRow[], project: ProjectQuotaSource, webhook: WebhookQuotaSource, bytesAhead: number | undefined, withHeadroom: boolean): QuotaName | null {
   // `bytes`: what the ingest would store, when known ahead (a mail's declared SIZE): refused when it would not fit.
   const bytes = Math.max(0, Math.floor(bytesAhead ?? 0));
-  const room = (limit: number, perRequest: number) => (headroom ? Math.max(limit * HEADROOM_SHARE, HEADROOM_REQUESTS * perRequest) : 0);
+  const room = (limit: number, perRequest: number) => (withHeadroom ? headroomOf(limit, HEADROOM_REQUESTS * perRequest) : 0);
   const used = (metric: string, ofWebhook: boolean) => Number(rows.find((r) => r.metric === metric && r.webhook === ofWebhook)?.value ?? 0);
   const pq = projectQuotas(project);
   const wq = webhookQuotas(project, webhook);

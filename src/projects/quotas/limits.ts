@@ -129,3 +129,41 @@ export function exactScope(project: ProjectQuotaSource, webhook: WebhookQuotaSou
 }
 
 export const counterSum = (where: string) => `(SELECT coalesce(sum(value), 0) FROM usage_counters WHERE ${where})::bigint`;
+
+/**
+ * A process's recent readings of usage counters, by key (project, webhook): far from every limit
+ * a reading under READING_MAX_AGE_MS old decides a check as a new one would (see
+ * farFromLimit), so a busy project does not read its counters on every request. Used by the
+ * ingest checks, the file-storage check and the SMTP refusal hint.
+ */
+export class RecentReadings<T> {
+  private readonly readings = new Map<string, { at: number; value: T }>();
+
+  /** The reading of `key` taken under READING_MAX_AGE_MS ago, if any. */
+  fresh(key: string): T | undefined {
+    const r = this.readings.get(key);
+    return r && Date.now() - r.at <= READING_MAX_AGE_MS ? r.value : undefined;
+  }
+
+  remember(key: string, value: T): void {
+    if (this.readings.size >= 10_000 && !this.readings.has(key)) this.readings.clear();
+    this.readings.set(key, { at: Date.now(), value });
+  }
+}
+
+/** How old a reading may be and still decide far from the limits (RecentReadings). */
+export const READING_MAX_AGE_MS = 250;
+
+/**
+ * Whether `used` (usage after the request) stays far from `limit`: at least 10 % of it, and at
+ * least `floor` (e.g. 1,000 requests' worth), left. To pass a limit unseen, the project's processes
+ * together would have to spend that headroom within READING_MAX_AGE_MS.
+ */
+export function farFromLimit(used: number, limit: number, floor: number): boolean {
+  return used + headroom(limit, floor) <= limit;
+}
+
+/** The headroom farFromLimit asks for: 10 % of `limit`, at least `floor`. */
+export function headroom(limit: number, floor: number): number {
+  return Math.max(limit * 0.1, floor);
+}
