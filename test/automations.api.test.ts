@@ -279,13 +279,13 @@ describe('automations: retention', () => {
 });
 
 describe('automations: the concurrency count in PostgreSQL', () => {
-  it('automation_lease_take admits up to the limit across connections; an expired lease frees its slot', async () => {
+  it('automation_leases_take admits up to the limit across connections, a slot at a time too; an expired lease frees its slot', async () => {
     const { projectId } = await app.project('pro');
     const take = async (lease: string, limit: number, ttlMs = 30_000) => {
       // A fresh connection each time, as another process would use.
       const client = await app.rt.db.pool.connect();
       try {
-        return (await client.query('SELECT automation_lease_take($1, $2, $3, $4) AS ok', [projectId, lease, limit, ttlMs])).rows[0].ok as boolean;
+        return (await client.query('SELECT cardinality(automation_leases_take($1, ARRAY[$2::text], $3, $4)) = 1 AS ok', [projectId, lease, limit, ttlMs])).rows[0].ok as boolean;
       } finally {
         client.release();
       }

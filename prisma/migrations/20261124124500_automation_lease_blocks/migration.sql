@@ -21,8 +21,5 @@ BEGIN
   RETURN granted;
 END $$;
 
--- One slot: the block function with a block of one (kept for callers of the one-slot form).
-CREATE OR REPLACE FUNCTION automation_lease_take(project text, lease text, lim int, ttl_ms int) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-  RETURN cardinality(automation_leases_take(project, ARRAY[lease], lim, ttl_ms)) = 1;
-END $$;
+-- The one-slot form is replaced by the block function (a block of one).
+DROP FUNCTION automation_lease_take(text, text, int, int);
