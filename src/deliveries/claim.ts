@@ -123,7 +123,7 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
   const leaseMs = d.timeout_ms + LEASE_MARGIN_MS;
   // The webhook's in-flight counter is the maxInFlight semaphore across runners: taken here in
   // the same statement that starts the attempt, released by the statement that records it
-  // (recordAttempt). An attempt whose runner died keeps its slot for the retry that takes over.
+  // (recordAttempts). An attempt whose runner died keeps its slot for the retry that takes over.
   // Taking it last keeps the webhook row locked for one statement and an unflushed commit.
   const view = deliveryView({ ...d, status: 'delivering', attempts: attempt, next_attempt_at: null, completed_at: null });
   const updated = await client.query(

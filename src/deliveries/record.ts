@@ -83,7 +83,7 @@ const RECORD_SQL = `WITH r AS (
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
      ), released AS (
        -- The in-flight slots of the attempts recorded here, given back in the same statement (the
-       -- results are all of webhook $5: see recordAttemptsDetailed).
+       -- results are all of webhook $5: see recordAttempts).
        UPDATE webhooks SET in_flight = GREATEST(in_flight - (SELECT count(*) FROM upd), 0)
         WHERE id = $5::text AND EXISTS (SELECT 1 FROM upd)
      )
@@ -92,27 +92,15 @@ const RECORD_SQL = `WITH r AS (
        FROM upd`;
 
 /**
- * Records attempts and moves their deliveries on, in one statement for the whole batch: the
- * attempt rows, the deliveries' new states, their next jobs (retry) or DLQ entries (failure),
- * each finished FIFO head's successor's job, and the change notifications. Each row is guarded
- * by status = 'delivering' and its attempt number, so a stale runner changes nothing.
- * Returns, per result, whether its guard held.
+ * Records attempts and moves their deliveries on, in one statement per webhook: the attempt rows,
+ * the deliveries' new states, their next jobs (retry) or DLQ entries (failure), each finished FIFO
+ * head's successor's job, the change notifications and the in-flight slots given back. Each row
+ * is guarded by status = 'delivering' and its attempt number, so a stale runner changes nothing.
+ * Answers per result the age of its delivery when recorded (ms, by the database's clock: what
+ * completed_at - created_at says) and whether it is a replay (or re-drive: its age is then not
+ * an ingest-to-success latency), or null when its guard did not hold.
  */
-export async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<boolean[]> {
-  return (await recordAttemptsAged(db, results)).map((age) => age !== null);
-}
-
-/**
- * recordAttempts, answering per result the age of its delivery when the result was recorded
- * (ms, by the database's clock: what completed_at - created_at says), or null when its guard
- * did not hold.
- */
-export async function recordAttemptsAged(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<(number | null)[]> {
-  return (await recordAttemptsDetailed(db, results)).map((r) => r?.ageMs ?? null);
-}
-
-/** recordAttemptsAged, also saying whether each delivery is a replay (or re-drive): its age is not an ingest-to-success latency. */
-async function recordAttemptsDetailed(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<({ ageMs: number; replay: boolean } | null)[]> {
+async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResult[]): Promise<({ ageMs: number; replay: boolean } | null)[]> {
   if (results.length === 0) return [];
   // The batch travels as one JSON document (json_to_recordset): one native JSON.stringify
   // instead of pg's per-element escaping of a dozen text arrays.
@@ -207,12 +195,6 @@ export function storableText(text: string | null): string | null {
   return wellFormed.includes('\0') ? wellFormed.replaceAll('\0', '\uFFFD') : wellFormed;
 }
 
-/** Records one attempt (see recordAttempts). Returns false when its guard did not hold. */
-export async function recordAttempt(db: pg.Pool | pg.PoolClient, r: AttemptResult): Promise<boolean> {
-  const [ok] = await recordAttempts(db, [r]);
-  return ok;
-}
-
 /**
  * Gathers the results of attempts finishing at about the same time on this runner into one
  * recordAttempts write (BatchWriter): under load a runner writes many results per round trip and
@@ -231,7 +213,7 @@ export class AttemptRecorder {
   ) {
     this.writer = new BatchWriter(async (results) => {
       const recordedAt = Date.now();
-      const ages = await recordAttemptsDetailed(db, results);
+      const ages = await recordAttempts(db, results);
       return results.map((r, i) => {
         const age = ages[i];
         if (age === null) return false;
