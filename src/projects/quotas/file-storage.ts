@@ -74,15 +74,23 @@ function rememberReading(project: ProjectQuotaSource, webhook: WebhookQuotaSourc
 }
 
 /**
- * Whether this process read the usage under READING_MAX_AGE_MS ago and it was then far from
- * every limit (see `near`), `bytes` included: a check may then run without the quota lock, as
- * checkedUsage does far from the limits.
+ * Whether this process read the usage under `maxAgeMs` (at most READING_MAX_AGE_MS) ago and it
+ * was then far from every limit (see `near`), `bytes` included: a check may then run without the
+ * quota lock, as checkedUsage does far from the limits.
  */
-function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, limits: FileStorageLimits, bytes: number): boolean {
-  const r = readings.fresh(readingKey(project, webhook));
+function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, limits: FileStorageLimits, bytes: number, maxAgeMs?: number): boolean {
+  const r = readings.fresh(readingKey(project, webhook), maxAgeMs);
   if (!r) return false;
   return !near(limits.project, r.project, bytes) && !near(limits.webhook, r.webhook, bytes);
 }
+
+/**
+ * How old a reading far from the limits may be for an ingest statement to count its files
+ * without reading the usage again (fileStorageCheck). Younger than READING_MAX_AGE_MS, so that
+ * under steady uploads a statement that reads (and refreshes the reading) comes before it
+ * expires: the requests after it would otherwise take the quota lock, one after the other.
+ */
+const SKIP_READ_MAX_AGE_MS = 100;
 
 /**
  * Whether `bytes` of files would fit the quota by this process's recent reading, far from every
@@ -157,13 +165,18 @@ export interface FileStorageCheck {
  * The file-storage check of files stored with their event in one statement: the same limits,
  * order and exactness as enforceFileStorageQuota (far from the limits by this process's reading
  * of the last 250 ms, no lock; else the project's quota lock first). Null when
- * QUOTA_ENFORCEMENT is off (the bytes are still counted: fileStorageCountCte).
+ * QUOTA_ENFORCEMENT is off, or when this process read the usage under SKIP_READ_MAX_AGE_MS ago
+ * and it was far from every limit: the bytes are then counted (fileStorageCountCte) without
+ * reading the usage's shards again, which is most of the check's cost. As with the ingest checks
+ * (ingest-check.ts), the processes together would have to upload the headroom (10 % of the
+ * limit, at least 64 MB) within that time to pass a limit unseen.
  */
 export function fileStorageCheck(rt: Pick<Runtime, 'config'>, input: FileStorageQuotaInput): FileStorageCheck | null {
   if (!enforcing(rt)) return null;
   const { project, webhook } = input;
   const bytes = Math.max(0, Math.floor(input.bytes));
   const limits = limitsOf(project, webhook);
+  if (farFromLimits(project, webhook, limits, bytes, SKIP_READ_MAX_AGE_MS)) return null;
   return {
     values: { ...fileStorageCountValues({ projectId: project.id, webhookId: webhook?.id ?? null, bytes }), files_limit_project: limits.project, files_limit_webhook: limits.webhook },
     exact: !farFromLimits(project, webhook, limits, bytes),

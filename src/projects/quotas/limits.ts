@@ -139,10 +139,10 @@ export const counterSum = (where: string) => `(SELECT coalesce(sum(value), 0) FR
 export class RecentReadings<T> {
   private readonly readings = new Map<string, { at: number; value: T }>();
 
-  /** The reading of `key` taken under READING_MAX_AGE_MS ago, if any. */
-  fresh(key: string): T | undefined {
+  /** The reading of `key` taken under `maxAgeMs` (at most READING_MAX_AGE_MS) ago, if any. */
+  fresh(key: string, maxAgeMs = READING_MAX_AGE_MS): T | undefined {
     const r = this.readings.get(key);
-    return r && Date.now() - r.at <= READING_MAX_AGE_MS ? r.value : undefined;
+    return r && Date.now() - r.at <= Math.min(maxAgeMs, READING_MAX_AGE_MS) ? r.value : undefined;
   }
 
   remember(key: string, value: T): void {
