@@ -49,4 +49,21 @@ describe('schema sources agree', () => {
     const results = await Promise.all([migrate(url, [ATTEMPT_TASK]), migrate(url, [ATTEMPT_TASK]), migrate(url, [ATTEMPT_TASK])]);
     expect(results.flat()).toEqual([]); // the template was already migrated
   });
+
+  it('the tables every ingest or delivery writes are never truncated by VACUUM (its exclusive lock would stall the pipeline)', async () => {
+    const url = await createTestDatabase();
+    await migrate(url, [ATTEMPT_TASK]);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ name: string }>(
+        `SELECT c.oid::regclass::text AS name FROM pg_class c WHERE 'vacuum_truncate=false' = ANY (c.reloptions) ORDER BY 1`,
+      );
+      expect(rows.map((r) => r.name)).toEqual(
+        expect.arrayContaining(['events', 'deliveries', 'delivery_attempts', 'usage_counters', 'rate_limit_windows', 'webhook_metric_buckets', 'graphile_worker._private_jobs']),
+      );
+    } finally {
+      await client.end();
+    }
+  });
 });

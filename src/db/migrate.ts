@@ -60,6 +60,19 @@ export async function migrate(url: string, directTasks: readonly string[]): Prom
       }
     }
     await runWorkerMigrations({ connectionString: url, logger: quietLogger });
+    // The job queue shrinks after every burst: without this, VACUUM truncates its empty pages
+    // under an ACCESS EXCLUSIVE lock that ingest (which writes jobs) and the runners wait behind
+    // (see the migration hot_tables_keep_their_pages). Set once; checked first, so a process
+    // that starts takes no lock on the queue when it is set already.
+    await client.query(`DO $$
+      DECLARE t regclass;
+      BEGIN
+        FOREACH t IN ARRAY ARRAY['graphile_worker._private_jobs', 'graphile_worker._private_job_queues']::regclass[] LOOP
+          IF NOT coalesce((SELECT 'vacuum_truncate=false' = ANY (reloptions) FROM pg_class WHERE oid = t), false) THEN
+            EXECUTE format('ALTER TABLE %s SET (vacuum_truncate = false)', t);
+          END IF;
+        END LOOP;
+      END $$`);
     // Job rows written directly need their task's row, which graphile-worker otherwise creates
     // only when a job is first added through it.
     await client.query(
