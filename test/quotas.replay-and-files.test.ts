@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inTransaction } from '../src/db/client.ts';
 import { toHttpError } from '../src/errors.ts';
 import { enforceFileStorageQuota, fileStorageCheck, releaseFileStorage } from '../src/projects/quotas/file-storage.ts';
@@ -113,23 +113,32 @@ describe('file_storage_bytes', () => {
     await store(projectId, wh.id, 250);
   });
 
-  it('skips reading the usage in the ingest statement for 100 ms after a reading far from the limits, and not near them', async () => {
+  it('skips reading the usage in the ingest statement for 100 ms after a reading far from the limits, not near them, and never where ingest is exact', async () => {
     const { projectId } = await app.project('enterprise');
     await setProjectQuota(app.rt, projectId, 'file_storage_bytes', String(10 * 1024 ** 3));
     const { project, webhook } = await load(projectId);
     const input = { project, webhook, bytes: 100 * 1024 };
-    // No reading yet: the statement reads the usage, under the quota lock.
-    const first = fileStorageCheck(app.rt, input)!;
-    expect(first.exact).toBe(true);
-    first.enforce({ files_fit: true, file_usage: ['0', '0'] });
-    // Far from the limit a moment ago: counted without a check (the statement's `count` shape).
-    expect(fileStorageCheck(app.rt, input)).toBeNull();
-    await new Promise((r) => setTimeout(r, 120));
-    // Older than 100 ms but under 250 ms: read again, without the lock, which refreshes the reading.
-    const again = fileStorageCheck(app.rt, input)!;
-    expect(again.exact).toBe(false);
-    // A reading near the limit: always read, under the lock.
-    again.enforce({ files_fit: true, file_usage: [String(10 * 1024 ** 3 - 1024 * 1024), '0'] });
-    expect(fileStorageCheck(app.rt, input)?.exact).toBe(true);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      // No reading yet: the statement reads the usage, under the quota lock.
+      const first = fileStorageCheck(app.rt, input, { countOnly: true })!;
+      expect(first.exact).toBe(true);
+      first.enforce({ files_fit: true, file_usage: ['0', '0'] });
+      // Far from the limit a moment ago: counted without a check (the statement's `count` shape)...
+      expect(fileStorageCheck(app.rt, input, { countOnly: true })).toBeNull();
+      // ...unless the ingest checks are exact (their quota lock is held): then it reads, exactly.
+      expect(fileStorageCheck(app.rt, input)).not.toBeNull();
+      // Older than 100 ms but under 250 ms: read again, without the lock, which refreshes the reading.
+      vi.setSystemTime(Date.now() + 120);
+      const again = fileStorageCheck(app.rt, input, { countOnly: true })!;
+      expect(again.exact).toBe(false);
+      // Uploads so large that 1,000 of them would pass the limit: read every time.
+      expect(fileStorageCheck(app.rt, { ...input, bytes: 20 * 1024 * 1024 }, { countOnly: true })).not.toBeNull();
+      // A reading near the limit: always read, under the lock.
+      again.enforce({ files_fit: true, file_usage: [String(10 * 1024 ** 3 - 1024 * 1024), '0'] });
+      expect(fileStorageCheck(app.rt, input, { countOnly: true })?.exact).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

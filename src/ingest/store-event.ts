@@ -220,7 +220,8 @@ export async function storeEvent(
   const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues };
   const files = event.files?.rows.length ? event.files : null;
   const fileBytes = files ? files.rows.reduce((n, f) => n + f.size, 0) : 0;
-  const fileCheck = files ? fileStorageCheck(rt, { ...quotas, bytes: fileBytes }) : null;
+  // Without the ingest checks' quota lock, far from the file quota a moment ago: only counted (see fileStorageCheck).
+  const fileCheck = files ? fileStorageCheck(rt, { ...quotas, bytes: fileBytes }, { countOnly: !check?.exact }) : null;
   const chosen = statementFor({
     quotas: check ? (check.readCounters ? 'quotas' : 'rate') : 'none',
     delivery: delivery !== undefined,

@@ -46,7 +46,7 @@ async function readFileStorage(db: Queryable, projectId: string, webhookId: stri
   return { project: Number(rows[0].project_bytes), webhook: Number(rows[0].webhook_bytes) };
 }
 
-const near = (limit: number | null, current: number, bytes: number) => limit !== null && !farFromLimit(current + bytes, limit, HEADROOM_BYTES);
+const near = (limit: number | null, current: number, bytes: number, floor = HEADROOM_BYTES) => limit !== null && !farFromLimit(current + bytes, limit, floor);
 
 /**
  * The usage the checks compare. Far from the limits it is read without a lock: concurrent
@@ -78,10 +78,10 @@ function rememberReading(project: ProjectQuotaSource, webhook: WebhookQuotaSourc
  * was then far from every limit (see `near`), `bytes` included: a check may then run without the
  * quota lock, as checkedUsage does far from the limits.
  */
-function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, limits: FileStorageLimits, bytes: number, maxAgeMs?: number): boolean {
+function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource | null, limits: FileStorageLimits, bytes: number, maxAgeMs?: number, floor?: number): boolean {
   const r = readings.fresh(readingKey(project, webhook), maxAgeMs);
   if (!r) return false;
-  return !near(limits.project, r.project, bytes) && !near(limits.webhook, r.webhook, bytes);
+  return !near(limits.project, r.project, bytes, floor) && !near(limits.webhook, r.webhook, bytes, floor);
 }
 
 /**
@@ -91,6 +91,8 @@ function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource 
  * expires: the requests after it would otherwise take the quota lock, one after the other.
  */
 const SKIP_READ_MAX_AGE_MS = 100;
+/** ...and the headroom it must then leave, in uploads of this size (at least HEADROOM_BYTES), as the ingest checks ask for 1,000 requests' worth. */
+const SKIP_READ_HEADROOM_UPLOADS = 1_000;
 
 /**
  * Whether `bytes` of files would fit the quota by this process's recent reading, far from every
@@ -165,18 +167,22 @@ export interface FileStorageCheck {
  * The file-storage check of files stored with their event in one statement: the same limits,
  * order and exactness as enforceFileStorageQuota (far from the limits by this process's reading
  * of the last 250 ms, no lock; else the project's quota lock first). Null when
- * QUOTA_ENFORCEMENT is off, or when this process read the usage under SKIP_READ_MAX_AGE_MS ago
- * and it was far from every limit: the bytes are then counted (fileStorageCountCte) without
- * reading the usage's shards again, which is most of the check's cost. As with the ingest checks
- * (ingest-check.ts), the processes together would have to upload the headroom (10 % of the
- * limit, at least 64 MB) within that time to pass a limit unseen.
+ * QUOTA_ENFORCEMENT is off (the bytes are still counted: fileStorageCountCte).
+ *
+ * Also null with `countOnly` (the caller's ingest checks are not exact: no quota lock is taken
+ * for them) when this process read the usage under SKIP_READ_MAX_AGE_MS ago and it was far from
+ * every limit, leaving SKIP_READ_HEADROOM_UPLOADS uploads of this size and 10 % of the limit: the
+ * bytes are then counted without reading the usage's shards again, which is most of the check's
+ * cost. As with the ingest checks (ingest-check.ts), the project's processes together would have
+ * to upload that headroom within those 100 ms to pass a limit unseen. Where the ingest checks
+ * are exact (a small ingest rate, under the project's quota lock), so is this one: it reads.
  */
-export function fileStorageCheck(rt: Pick<Runtime, 'config'>, input: FileStorageQuotaInput): FileStorageCheck | null {
+export function fileStorageCheck(rt: Pick<Runtime, 'config'>, input: FileStorageQuotaInput, opts: { countOnly?: boolean } = {}): FileStorageCheck | null {
   if (!enforcing(rt)) return null;
   const { project, webhook } = input;
   const bytes = Math.max(0, Math.floor(input.bytes));
   const limits = limitsOf(project, webhook);
-  if (farFromLimits(project, webhook, limits, bytes, SKIP_READ_MAX_AGE_MS)) return null;
+  if (opts.countOnly && farFromLimits(project, webhook, limits, bytes, SKIP_READ_MAX_AGE_MS, Math.max(HEADROOM_BYTES, SKIP_READ_HEADROOM_UPLOADS * bytes))) return null;
   return {
     values: { ...fileStorageCountValues({ projectId: project.id, webhookId: webhook?.id ?? null, bytes }), files_limit_project: limits.project, files_limit_webhook: limits.webhook },
     exact: !farFromLimits(project, webhook, limits, bytes),
