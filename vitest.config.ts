@@ -23,6 +23,9 @@ export default defineConfig({
       // Every service a test starts (in process or as npm start) takes a free SMTP port, not 2525.
       SMTP_PORT: '0',
       PUBLIC_URL: 'http://127.0.0.1:3000',
+      // Pools opened on demand: three test files at once each start several services on one
+      // cluster, whose fixed-size pools (the default) would need hundreds of connections.
+      DATABASE_POOL_MIN: '0',
     },
   },
 });

@@ -55,7 +55,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const { config } = opts;
   // A runner holds up to WORKER_CONCURRENCY connections of the relaxed pool, plus the drain's claims and the sweeper.
   const relaxedPoolSize = opts.worker !== false ? Math.max(config.DATABASE_POOL_SIZE, config.WORKER_CONCURRENCY + 4) : config.DATABASE_POOL_SIZE;
-  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE, relaxedPoolSize);
+  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE, relaxedPoolSize, config.DATABASE_POOL_MIN ?? config.DATABASE_POOL_SIZE);
+  // Open before serving: a pool that grows under load starts PostgreSQL backends when it is busiest.
+  await db.warm();
   const pubsub = new PgPubSub(opts.databaseUrl, db.pool);
   const workerUtils = await makeWorkerUtils({ pgPool: db.pool, logger: quietLogger });
   const rt: Runtime = { config, db, pubsub, workerUtils, runners: new JobRunnerNudge(db.relaxedPool) };

@@ -23,6 +23,8 @@ export interface Database {
    */
   relaxedPool: pg.Pool;
   url: string;
+  /** Opens the connections each pool keeps (its `min`), all at once; resolves when they are open (failures are left to later queries). */
+  warm(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,13 +40,20 @@ const IDLE_TIMEOUT_MS = 5 * 60_000;
  * `relaxedPoolSize`: the relaxed pool also carries a job runner's own bookkeeping, so a process
  * that runs one sizes it to the runner's concurrency (graphile-worker warns below that).
  */
-export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = poolSize): Database {
+export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = poolSize, keepOpen = 0): Database {
   // Timestamps are stored as UTC wall time (Prisma's `timestamp(3)`); every session speaks UTC.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' });
+  // `min`: the connections a pool keeps open however long they idle (opened by `warm`).
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, min: Math.min(keepOpen, poolSize), idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' });
   // Connection errors surface on the next query; these handlers keep them from crashing the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const relaxedPool = new pg.Pool({ connectionString: url, max: relaxedPoolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC -c synchronous_commit=off' });
+  const relaxedPool = new pg.Pool({
+    connectionString: url,
+    max: relaxedPoolSize,
+    min: Math.min(keepOpen, relaxedPoolSize),
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
+    options: '-c TimeZone=UTC -c synchronous_commit=off',
+  });
   relaxedPool.on('error', () => {});
   relaxedPool.on('connect', (client) => client.on('error', () => {}));
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' }) });
@@ -53,6 +62,13 @@ export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = po
     pool,
     relaxedPool,
     url,
+    async warm() {
+      const open = async (p: pg.Pool, n: number) => {
+        const clients = await Promise.all(Array.from({ length: n }, () => p.connect().catch(() => null)));
+        for (const c of clients) c?.release();
+      };
+      await Promise.all([open(pool, Math.min(keepOpen, poolSize)), open(relaxedPool, Math.min(keepOpen, relaxedPoolSize))]);
+    },
     async close() {
       await Promise.allSettled([prisma.$disconnect(), pool.end(), relaxedPool.end()]);
     },
