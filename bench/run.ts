@@ -41,6 +41,8 @@ let cleaning: Promise<void> | undefined;
 /** Stops the service, every load and baseline process, then the database; bounded. */
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
+    // Resumed first, in case a scenario with its own services was interrupted (withSharedServicePaused).
+    resumeSharedService();
     await service?.stop().catch((e) => log(`stopping the service: ${e.message}`));
     await stopAllProcesses(10_000);
     await database?.dispose();
@@ -65,6 +67,30 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 /** Default bound for a scenario (and for each baseline): setup time plus four load runs. */
 const defaultTimeoutMs = 120_000 + 4 * (settings.warmup + settings.duration) * 1000;
+
+/**
+ * Runs `fn` with the shared service stopped (SIGSTOP: no CPU at all, its connections idle) and
+ * resumes it after (SIGCONT), also when `fn` fails.
+ */
+async function withSharedServicePaused<T>(fn: () => Promise<T>, aborted: Promise<never>): Promise<T> {
+  const pid = service?.pid;
+  if (!pid) return Promise.race([fn(), aborted]);
+  process.kill(pid, 'SIGSTOP');
+  try {
+    // A scenario that times out is left running: the service is resumed for the next one anyway.
+    return await Promise.race([fn(), aborted]);
+  } finally {
+    resumeSharedService();
+  }
+}
+
+function resumeSharedService(): void {
+  try {
+    if (service?.pid) process.kill(service.pid, 'SIGCONT');
+  } catch {
+    // already gone
+  }
+}
 
 async function runScenario(scenario: Scenario, baselines: BaselineRuns, project: { projectId: string; apiKey: string }, earlier: Result[]): Promise<ScenarioReport> {
   const started = Date.now();
@@ -102,7 +128,7 @@ async function runScenario(scenario: Scenario, baselines: BaselineRuns, project:
       signal.addEventListener('abort', fail, { once: true });
     });
     aborted.catch(() => {});
-    const raw = await Promise.race([scenario.run(ctx), aborted]);
+    const raw = scenario.ownServices ? await withSharedServicePaused(() => scenario.run(ctx), aborted) : await Promise.race([scenario.run(ctx), aborted]);
     if (!Array.isArray(raw) || raw.length === 0) throw new Error('run() returned no results');
     const results: Result[] = [];
     for (const r of raw) {

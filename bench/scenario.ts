@@ -109,6 +109,12 @@ export interface Scenario {
   description: string;
   /** Baseline for the results that do not name their own. */
   baseline?: 'insert' | 'read' | (string & {});
+  /**
+   * The scenario measures only services it starts itself (never ctx.serviceUrl): the run's
+   * shared service is paused (SIGSTOP) while it runs and resumed after, so that an idle
+   * process's garbage collection and periodic jobs take no CPU from the services measured.
+   */
+  ownServices?: boolean;
   /** Upper bound for the whole scenario; default 2 minutes plus 4 load runs of the run's settings. */
   timeoutMs?: number | ((settings: LoadSettings) => number);
   run(ctx: ScenarioContext): Promise<Result[]>;

@@ -60,7 +60,19 @@ describe('schema sources agree', () => {
         `SELECT c.oid::regclass::text AS name FROM pg_class c WHERE 'vacuum_truncate=false' = ANY (c.reloptions) ORDER BY 1`,
       );
       expect(rows.map((r) => r.name)).toEqual(
-        expect.arrayContaining(['events', 'deliveries', 'delivery_attempts', 'usage_counters', 'rate_limit_windows', 'webhook_metric_buckets', 'graphile_worker._private_jobs']),
+        expect.arrayContaining([
+          'events',
+          'deliveries',
+          'delivery_attempts',
+          'usage_counters',
+          'rate_limit_windows',
+          'webhook_metric_buckets',
+          'inbound_dedupe',
+          'drain_outbox',
+          'files',
+          'graphile_worker._private_jobs',
+          'graphile_worker._private_job_queues',
+        ]),
       );
     } finally {
       await client.end();

@@ -131,6 +131,8 @@ const steadySweep: Scenario = {
     'Steady rates (50, 100, 200, 400, 800 events/s by default, 10 s each) on `npm start` (API and runner in one process) and on `start:api` + `start:worker`, each with its defaults on a fresh database, fresh and after a burst: ' +
     'ingest answer and ingest→receiver latency from a stamp taken when the request is written, and /healthz during the 400/s phase. Rows: e2e p50/p99; the rest in the notes and in the steady-sweep section below.',
   timeoutMs: 30 * 60_000,
+  // Its own services, on databases of their own: the run's shared service would take CPU from them.
+  ownServices: true,
   async run(ctx) {
     const outputs: { layout: string; out: SweepOutput }[] = [];
     const failed: Result[] = [];
