@@ -8,7 +8,8 @@ type Rt = Pick<Runtime, 'db'>;
 /**
  * The windows of CONTRACT §9: their length, the answer's bucket size and the roll-up rows they
  * are read from: the roll-ups keep one row size per answer bucket (ROLLUP_SIZES), so an answer
- * reads at most its bucket count times the shards (≤ 120 × 9 rows), whatever the window.
+ * reads at most its bucket count times the shards (≤ 120 × 17 rows: 16 of ingest, 1 of results;
+ * up to 8 more per bucket written before the 16 shards), whatever the window.
  */
 export const WINDOWS = {
   '1h': { seconds: 3_600, bucketSeconds: 60, rowSize: 60 },
