@@ -142,7 +142,9 @@ describe('file store', () => {
       const orphan = `${projectId}/${newId('file')}`;
       await store.put(orphan, Buffer.from('never recorded'), 'text/plain');
       expect(await sweepOrphanFiles(app.rt)).toMatchObject({ removed: 0, complete: true });
-      expect(await store.get(orphan)).not.toBeNull();
+      const body = await store.get(orphan);
+      expect(body).not.toBeNull();
+      body?.destroy();
       const later = await sweepOrphanFiles(app.rt, { now: new Date(Date.now() + ORPHAN_GRACE_MS + 60_000) });
       expect(later.removed).toBeGreaterThanOrEqual(1);
       expect(later.complete).toBe(true);
@@ -195,12 +197,18 @@ describe('orphan file sweep on disk, as a graphile-worker job', () => {
     const old = (Date.now() - 2 * ORPHAN_GRACE_MS) / 1000;
     for (const k of [crashed, foreign, unrelated, `${projectId}/${recorded}`, `${projectId}/${purged}`]) utimesSync(path.join(dir, 'files', k), old, old);
 
+    // Whether content is there (the stream is closed again at once).
+    const present = async (k: string) => {
+      const body = await store.get(k);
+      body?.destroy();
+      return body !== null;
+    };
     await app.rt.workerUtils.addJob(ORPHAN_SWEEP_TASK, {});
-    await waitFor(async () => (await store.get(crashed)) === null || null, 15_000);
-    expect(await store.get(foreign)).toBeNull();
-    expect(await store.get(`${projectId}/${purged}`)).toBeNull();
-    expect(await store.get(writing)).not.toBeNull();
-    expect(await store.get(unrelated)).not.toBeNull();
+    await waitFor(async () => !(await present(crashed)) || null, 15_000);
+    expect(await present(foreign)).toBe(false);
+    expect(await present(`${projectId}/${purged}`)).toBe(false);
+    expect(await present(writing)).toBe(true);
+    expect(await present(unrelated)).toBe(true);
     const bytes = await fetch(`${app.url}/v1/files/${recorded}`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect(bytes.status).toBe(200);
     expect(await bytes.text()).toBe('kept on disk');

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
@@ -85,13 +84,16 @@ class DiskStore implements FileStore {
     }
   }
   async get(key: string): Promise<Readable | null> {
-    const file = this.file(key);
+    // Opened before the stream is made: content removed meanwhile (retention, the orphan sweep)
+    // is null here, never an error event on a stream its reader may not listen to yet.
+    let handle: FileHandle;
     try {
-      await stat(file);
-    } catch {
-      return null;
+      handle = await open(this.file(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
     }
-    return createReadStream(file);
+    return handle.createReadStream();
   }
   async delete(keys: string[]): Promise<void> {
     await Promise.all(keys.map((k) => rm(this.file(k), { force: true })));
