@@ -261,7 +261,7 @@ describe('schedules: ticks', () => {
       for (const id of ids) await app.api(apiKey, 'PATCH', `${base(wh.id)}/${id}`, { enabled: false });
       await worker.stop();
     }
-  }), 60_000;
+  }, 60_000);
 
   it('a six-field every-second schedule delivers each tick once with two runners running', async () => {
     const receiver = await startReceiver();
