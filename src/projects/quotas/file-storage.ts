@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { NamedParams } from '../../db/named-params.ts';
 import type { Runtime } from '../../runtime.ts';
-import { counterSum, enforcing, farFromLimit, RecentReadings, firstExceeded, lockQuotaScope, projectQuotas, webhookOverrides, webhookQuotas, type Check, type ProjectQuotaSource, type Queryable, type WebhookQuotaSource } from './limits.ts';
+import { counterSum, enforcing, farFromLimit, HEADROOM_REQUESTS, RecentReadings, firstExceeded, lockQuotaScope, projectQuotas, webhookOverrides, webhookQuotas, type Check, type ProjectQuotaSource, type Queryable, type WebhookQuotaSource } from './limits.ts';
 
 export interface FileStorageQuotaInput {
   project: ProjectQuotaSource;
@@ -91,8 +91,6 @@ function farFromLimits(project: ProjectQuotaSource, webhook: WebhookQuotaSource 
  * expires: the requests after it would otherwise take the quota lock, one after the other.
  */
 const SKIP_READ_MAX_AGE_MS = 100;
-/** ...and the headroom it must then leave, in uploads of this size (at least HEADROOM_BYTES), as the ingest checks ask for 1,000 requests' worth. */
-const SKIP_READ_HEADROOM_UPLOADS = 1_000;
 
 /**
  * Whether `bytes` of files would fit the quota by this process's recent reading, far from every
@@ -171,7 +169,7 @@ export interface FileStorageCheck {
  *
  * Also null with `countOnly` (the caller's ingest checks are not exact: no quota lock is taken
  * for them) when this process read the usage under SKIP_READ_MAX_AGE_MS ago and it was far from
- * every limit, leaving SKIP_READ_HEADROOM_UPLOADS uploads of this size and 10 % of the limit: the
+ * every limit, leaving HEADROOM_REQUESTS uploads of this size and 10 % of the limit: the
  * bytes are then counted without reading the usage's shards again, which is most of the check's
  * cost. As with the ingest checks (ingest-check.ts), the project's processes together would have
  * to upload that headroom within those 100 ms to pass a limit unseen. Where the ingest checks
@@ -182,7 +180,7 @@ export function fileStorageCheck(rt: Pick<Runtime, 'config'>, input: FileStorage
   const { project, webhook } = input;
   const bytes = Math.max(0, Math.floor(input.bytes));
   const limits = limitsOf(project, webhook);
-  if (opts.countOnly && farFromLimits(project, webhook, limits, bytes, SKIP_READ_MAX_AGE_MS, Math.max(HEADROOM_BYTES, SKIP_READ_HEADROOM_UPLOADS * bytes))) return null;
+  if (opts.countOnly && farFromLimits(project, webhook, limits, bytes, SKIP_READ_MAX_AGE_MS, Math.max(HEADROOM_BYTES, HEADROOM_REQUESTS * bytes))) return null;
   return {
     values: { ...fileStorageCountValues({ projectId: project.id, webhookId: webhook?.id ?? null, bytes }), files_limit_project: limits.project, files_limit_webhook: limits.webhook },
     exact: !farFromLimits(project, webhook, limits, bytes),

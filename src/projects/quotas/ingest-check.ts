@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { QuotaName } from '../../errors.ts';
 import type { NamedParams } from '../../db/named-params.ts';
 import type { Runtime } from '../../runtime.ts';
-import { enforcing, exactScope, farFromLimit, RecentReadings, firstExceeded, lockQuotaScope, overageActive, projectQuotas, tightened, webhookOverrides, type Check, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
+import { enforcing, exactScope, farFromLimit, HEADROOM_REQUESTS, RecentReadings, firstExceeded, lockQuotaScope, overageActive, projectQuotas, tightened, webhookOverrides, type Check, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
 
 /**
  * The ingest checks in their contract order (the first exceeded one is the refusal): `column` is
@@ -143,7 +143,6 @@ const FIRST_COUNTER_CHECK = INGEST_CHECKS.findIndex((c) => c.quota !== 'ingest_r
 
 /** A process's last reading of a project's (and webhook's) usage counters, in INGEST_CHECKS order. */
 const counterReadings = new RecentReadings<number[]>();
-const HEADROOM_REQUESTS = 1_000;
 
 /**
  * Whether a request (of a project without exact limits) must read the usage counters: unless

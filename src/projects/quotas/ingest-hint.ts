@@ -1,13 +1,11 @@
 import type { QuotaName } from '../../errors.ts';
 import type { Runtime } from '../../runtime.ts';
-import { enforcing, headroom as headroomOf, RecentReadings, overageActive, projectQuotas, webhookOverrides, webhookQuotas, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
+import { enforcing, HEADROOM_REQUESTS, headroom as headroomOf, RecentReadings, overageActive, projectQuotas, webhookOverrides, webhookQuotas, type ProjectQuotaSource, type WebhookQuotaSource } from './limits.ts';
 
 type UsageRow = { metric: string; webhook: boolean; value: string };
 
 /** A process's last reading of the usage the hint compares, by project and webhook. */
 const readings = new RecentReadings<UsageRow[]>();
-/** Far from a limit: at least 10 % of it, and this many requests' worth, left (see farFromLimit; as ingest-check.ts's counter readings). */
-const HEADROOM_REQUESTS = 1_000;
 
 /**
  * Which stored-amount or monthly quota would refuse an ingest now, if any, read without counting

@@ -163,6 +163,13 @@ export function farFromLimit(used: number, limit: number, floor: number): boolea
   return used + headroom(limit, floor) <= limit;
 }
 
+/**
+ * How many requests' worth (of the request's own size, where it counts bytes) a reading must leave
+ * below a limit for a check to trust it without reading again: the ingest checks, the SMTP
+ * refusal hint and the file-storage check all ask for this much (with 10 % of the limit).
+ */
+export const HEADROOM_REQUESTS = 1_000;
+
 /** The headroom farFromLimit asks for: 10 % of `limit`, at least `floor`. */
 export function headroom(limit: number, floor: number): number {
   return Math.max(limit * 0.1, floor);
