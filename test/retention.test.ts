@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readUsage } from '../src/projects/usage.ts';
 import { foldCountersEveryPass, idBefore, runRetention } from '../src/retention/run.ts';
-import { startTestApp, type TestApp } from './support/app.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createWebhook, ingest } from './support/webhooks.ts';
 
 let app: TestApp;
@@ -130,16 +130,30 @@ describe('retention', () => {
     expect((await q(`SELECT key FROM inbound_dedupe WHERE webhook_id = $1`, [wh.id])).map((k) => k.key)).toEqual(['live']);
   });
 
-  it('runs one pass at a time', async () => {
-    const [a, b] = await Promise.all([runRetention(app.rt), runRetention(app.rt)]);
-    expect([a.ran, b.ran].filter(Boolean).length).toBeGreaterThanOrEqual(1);
-    const lock = await app.rt.db.pool.connect();
+  it('runs one pass at a time: a pass started while another runs does nothing (ran: false); once it ends, the next one runs', async () => {
+    // A pass held inside its lock: its first look at the webhooks waits on a table lock of ours.
+    const blocker = await app.rt.db.pool.connect();
+    let held: Promise<Awaited<ReturnType<typeof runRetention>>> | undefined;
     try {
-      await lock.query('SELECT pg_advisory_lock(727016)');
-      expect((await runRetention(app.rt)).ran).toBe(false);
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE webhooks IN ACCESS EXCLUSIVE MODE');
+      held = runRetention(app.rt);
+      // The pass holds the retention lock (727016) and waits for ours.
+      await waitFor(async () => (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 727016 AND granted`))[0].n === 1);
+      await waitFor(async () => (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'webhooks'::regclass AND NOT granted`))[0].n === 1);
+      // Two more passes meanwhile: neither runs. (Had one run, it would wait on our lock too.)
+      let answered = false;
+      const more = Promise.all([runRetention(app.rt), runRetention(app.rt)]).finally(() => (answered = true));
+      await waitFor(async () => answered || (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'webhooks'::regclass AND NOT granted`))[0].n > 1);
+      expect(answered, 'a second pass ran while one was running').toBe(true);
+      expect((await more).map((r) => r.ran)).toEqual([false, false]);
     } finally {
-      await lock.query('SELECT pg_advisory_unlock(727016)');
-      lock.release();
+      await blocker.query('COMMIT');
+      blocker.release();
     }
+    expect((await held!).ran).toBe(true);
+    // The lock is given back at the end of a pass: one after another, each runs.
+    expect((await runRetention(app.rt)).ran).toBe(true);
+    expect((await runRetention(app.rt)).ran).toBe(true);
   });
 });
