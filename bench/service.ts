@@ -26,6 +26,8 @@ export interface ServiceOptions {
   label?: string;
   /** Set on top of the defaults, e.g. one SECRETS_KEY for several instances, or an operator setting. */
   env?: Record<string, string>;
+  /** The environment the settings go on top of (default this process's; a test passes one without its own settings). */
+  baseEnv?: NodeJS.ProcessEnv;
   /** Run the service under `node --cpu-prof`; the profile is written there when it stops. */
   cpuProfileDir?: string;
   /** The entry point: default src/main.ts (API + job runner); src/api.ts for the API alone. */
@@ -40,6 +42,7 @@ export async function startService(databaseUrl: string, dataDir: string, options
   const proc = startTsProcess(script, {
     label: options.label ?? `service (${script})`,
     nodeOptions: options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : undefined,
+    baseEnv: options.baseEnv,
     env: {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
@@ -75,6 +78,7 @@ export function startWorker(databaseUrl: string, dataDir: string, options: Omit<
   const proc = startTsProcess('src/worker.ts', {
     label: options.label ?? 'job runner (src/worker.ts)',
     nodeOptions: options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : undefined,
+    baseEnv: options.baseEnv,
     env: {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,

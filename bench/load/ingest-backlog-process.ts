@@ -9,7 +9,8 @@ export interface BacklogInput {
   receiverUrl: string;
   events: number;
   connections: number;
-  maxInFlight: number;
+  /** Unset: the webhook is created with the contract's default. */
+  maxInFlight?: number;
 }
 export interface BacklogOutput {
   webhookId: string;

@@ -6,11 +6,12 @@ import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import { decryptSecret } from '../encryption.ts';
 import { claimDelivery, type ClaimedDelivery } from './claim.ts';
-import { requeueAttemptJob } from './job.ts';
+import { addAttemptJobSql, ATTEMPT_TASK, requeueAttemptJob } from './job.ts';
 import type { OutboundResult } from '../destinations/senders/http.ts';
 import { AttemptRecorder, type AttemptResult } from './record.ts';
 import { RollupWriter } from '../metrics/rollup.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
+import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, type SlotLease } from './slot-lease.ts';
 import { isRetryable, normalizeRetryPolicy, retryDelayMs, type FailureKind, type RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { signingHeaders } from './signing.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
@@ -48,6 +49,16 @@ const DRAIN_BUDGET_MS = 5_000;
 const JOIN_WAIT_MS = 50;
 
 /**
+ * How long a drain with nothing to do waits for the webhook's next job before it ends: under a
+ * steady rate the next event comes within it, and the drain (its lease) carries on rather than
+ * ending and starting again per event.
+ */
+const LINGER_MS = 25;
+
+/** When a drain found every slot of its webhook leased by other runners' drains: its deliveries' jobs run again after about this. */
+const SLOTS_BUSY_RETRY_MS = 100;
+
+/**
  * A job draining one parallel webhook on this runner; the webhook's other jobs name their
  * delivery to it. They wait (briefly) until a claim took their delivery up: while they hold
  * the runner's job slots, graphile-worker does not run through the queue ahead of the drain,
@@ -57,11 +68,10 @@ class Drain {
   private waiting = new Map<string, () => void>();
   private wakeUp: (() => void) | null = null;
   /**
-   * The webhook had free in-flight slots after the last claim: a delivery named now can be
-   * claimed at once, so it wakes the drain rather than waiting for an attempt in flight to
-   * finish (which, with a slow receiver, could take the webhook's whole timeout).
+   * The drain could claim more now: a delivery named now wakes it, rather than waiting for an
+   * attempt in flight to finish (which, with a slow receiver, could take the webhook's whole timeout).
    */
-  slotsLeft = false;
+  roomLeft = false;
 
   get size() {
     return this.waiting.size;
@@ -77,11 +87,11 @@ class Drain {
         resolve();
       });
     });
-    if (this.slotsLeft) this.wakeUp?.();
+    if (this.roomLeft) this.wake();
     return joined;
   }
 
-  /** Resolves at the next join that can be claimed at once (see slotsLeft). */
+  /** Resolves at the next wake: a join the drain can claim at once, or an attempt answered. */
   woken(): Promise<void> {
     return new Promise((resolve) => {
       this.wakeUp = () => {
@@ -89,6 +99,10 @@ class Drain {
         resolve();
       };
     });
+  }
+
+  wake(): void {
+    this.wakeUp?.();
   }
 
   /** No join wakes the drain any more (it is waiting for nothing). */
@@ -104,17 +118,41 @@ class Drain {
   }
 }
 
+/** A counting semaphore of a drain's leased slots, handed from attempt to attempt in memory. */
+class Slots {
+  private queue: (() => void)[] = [];
+  private used = 0;
+
+  constructor(public size: number) {}
+
+  acquire(): Promise<void> {
+    if (this.used < this.size) {
+      this.used++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  release(): void {
+    const next = this.used <= this.size ? this.queue.shift() : undefined;
+    if (next) next();
+    else this.used--;
+  }
+}
+
 /**
  * The graphile-worker task body for one delivery's job.
  *
- * Parallel webhooks are drained: the first job of a webhook on this runner claims its delivery
- * with the webhook's other due deliveries in one statement, keeps up to DRAIN_MAX_IN_FLIGHT of
- * them in flight (within the webhook's maxInFlight across runners), and claims more as they
- * finish, for up to DRAIN_BUDGET_MS; results are written in batches (AttemptRecorder). The
- * webhook's other jobs on this runner name their delivery to that drain and finish once a claim
- * took it up, and the jobs of deliveries it claimed are deleted before they run: a backlog costs
- * a statement per batch, not several per delivery. A drain that stops with work left hands it to
- * a new job.
+ * Parallel webhooks are drained: the first job of a webhook on this runner takes a lease on the
+ * webhook's free maxInFlight slots (slot-lease.ts) and claims its delivery with the webhook's
+ * other due deliveries in one statement. It keeps up to twice its slots claimed (the attempts
+ * running and those next in line), hands a slot from one attempt to the next the moment an
+ * answer comes, and claims more as they finish, for up to DRAIN_BUDGET_MS; results are written in
+ * batches (AttemptRecorder). Nothing per delivery updates a row the webhook's deliveries share.
+ * The webhook's other jobs on this runner name their delivery to that drain and finish once a
+ * claim took it up, and the jobs of deliveries it claimed are deleted before they run: a backlog
+ * costs a statement per batch, not several per delivery. A drain that stops with work left hands
+ * it to a new job.
  *
  * Strict FIFO and throttled webhooks: this delivery alone, in order and pace.
  */
@@ -124,88 +162,182 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
   const running = webhookId ? engine.drains.get(webhookId) : undefined;
   if (running) return running.join(deliveryId);
   const db = engine.rt.db.relaxedPool;
+  if (!webhookId) {
+    const { rows } = await db.query('SELECT webhook_id FROM deliveries WHERE id = $1', [deliveryId]);
+    if (!rows[0]) return;
+    webhookId = rows[0].webhook_id as string;
+    const other = engine.drains.get(webhookId);
+    if (other) return other.join(deliveryId);
+  }
+  const drained = webhookId;
+  // Registered before the lease and the first claim, so that the webhook's jobs starting
+  // meanwhile join it rather than each claiming on its own.
+  const drain = new Drain();
+  engine.drains.set(drained, drain);
+  const stopDraining = () => {
+    if (engine.drains.get(drained) === drain) engine.drains.delete(drained);
+  };
+  let lease: SlotLease | null = null;
+  try {
+    const grant = await acquireSlotLease(db, drained, DRAIN_MAX_IN_FLIGHT);
+    if (grant.kind === 'lease') lease = grant.lease;
+    else {
+      stopDraining();
+      const named = drain.take();
+      if (grant.kind === 'single') {
+        // Strict FIFO or throttled: each delivery goes its own way, with its own job.
+        for (const id of named.ids) await requeueAttemptJob(db, id, new Date());
+        named.release();
+        return await attemptOne(engine, deliveryId);
+      }
+      // Every slot is another runner's drain's: theirs claim these deliveries too, and should
+      // they stop first, these jobs come back.
+      if (grant.kind === 'busy') await requeueWaiting(db, [deliveryId, ...named.ids], new Date(Date.now() + SLOTS_BUSY_RETRY_MS * (1 + Math.random())));
+      named.release();
+      return;
+    }
+  } catch (err) {
+    stopDraining();
+    drain.take().release();
+    throw err;
+  }
+  await runDrain(engine, drain, lease, deliveryId, signal, stopDraining);
+}
+
+/** The drain's loop under its lease (see attemptDelivery). */
+async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, deliveryId: string, signal: AbortSignal | undefined, stopDraining: () => void): Promise<void> {
+  const db = engine.rt.db.relaxedPool;
+  const drained = lease.webhookId;
   const margin = heldJobsMargin(engine.rt.config.WORKER_CONCURRENCY);
   const deadline = Date.now() + DRAIN_BUDGET_MS;
-  const inFlight = new Set<Promise<void>>();
-  const track = (p: Promise<void>) => {
-    const tracked = p.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => inFlight.delete(tracked));
-    inFlight.add(tracked);
-  };
-  // Registered before the first claim, so that the webhook's jobs starting meanwhile join it
-  // rather than each claiming on its own.
-  let drain: Drain | undefined;
-  let drained = webhookId;
-  if (webhookId) {
-    drain = new Drain();
-    engine.drains.set(webhookId, drain);
-  }
-  const stopDraining = () => {
-    if (drain && drained && engine.drains.get(drained) === drain) engine.drains.delete(drained);
+  const slots = new Slots(lease.slots);
+  /** Claimed and not answered yet: waiting for a slot, or sent. */
+  let pending = 0;
+  /** Every attempt's whole run, through its recorded result. */
+  const runs = new Set<Promise<void>>();
+  let timeoutMs = 0;
+  const window = () => Math.min(DRAIN_MAX_IN_FLIGHT, 2 * slots.size);
+  /** Runs a claimed delivery (or one being claimed: a lost attempt taken over) in one of the drain's slots. */
+  const start = (claimed: ClaimedDelivery | Promise<ClaimedDelivery | null>, published: Promise<void>) => {
+    pending++;
+    let slot = false;
+    let done = false;
+    // The attempt holds no request open any more: its slot goes to the next one at once.
+    const answer = () => {
+      if (done) return;
+      done = true;
+      pending--;
+      if (slot) slots.release();
+      drain.roomLeft = pending < window();
+      drain.wake();
+    };
+    const run = (async () => {
+      const claim = await claimed;
+      if (!claim) return;
+      await slots.acquire();
+      slot = true;
+      if (!canStart(lease, claim.webhook.timeoutMs)) await renewing;
+      if (signal?.aborted || !canStart(lease, claim.webhook.timeoutMs)) {
+        // Shutting down, or the lease could not be renewed: this one waits for another drain.
+        answer();
+        await published.catch(() => {});
+        await deferClaim(db, claim.row.id, claim.attempt, new Date());
+        return;
+      }
+      await sendTraced(engine, claim, published, answer);
+    })().finally(answer);
+    const tracked = run.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => runs.delete(tracked));
+    runs.add(tracked);
   };
   let handOff = false;
   let single = false;
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
+  // Renewed on a timer of its own: with a slow receiver the loop may wait a whole timeout for an answer.
+  let renewing: Promise<unknown> | null = null;
+  const renewal = setInterval(() => {
+    renewing ??= renewSlotLease(db, lease)
+      .then((kept) => {
+        if (kept < slots.size) slots.size = kept;
+      })
+      .catch((err) => log.warn({ err }, 'could not renew a slot lease'))
+      .finally(() => (renewing = null));
+  }, LEASE_RENEW_MS);
   try {
     for (let round = 0; ; round++) {
-      const room = Math.min(DRAIN_MAX_IN_FLIGHT - inFlight.size, automationRoom(engine.rt, drained, inFlight.size));
-      if (room > 0 && (round === 0 || !exhausted || drain?.size)) {
-        const named = drain?.take() ?? { ids: [], release() {} };
-        const batch = await claimDeliveryBatch(db, drained ?? null, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin).finally(named.release);
+      const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
+      if (room > 0 && (round === 0 || !exhausted || drain.size) && canStart(lease, timeoutMs)) {
+        const named = drain.take();
+        const batch = await claimDeliveryBatch(db, drained, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin, lease.id).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
         if (batch.kind === 'single') {
-          // Strict FIFO or throttled: each delivery goes its own way, with its own job.
+          // Switched to strict FIFO or throttling: each delivery goes its own way, with its own job.
           stopDraining();
           single = true;
           for (const id of named.ids) await requeueAttemptJob(db, id, new Date());
-          if (round === 0) return await attemptOne(engine, deliveryId);
           break;
         }
-        if (!drain && !engine.drains.has(batch.webhookId)) {
-          drain = new Drain();
-          engine.drains.set(batch.webhookId, drain);
-        }
-        drained = batch.webhookId;
         engine.jobTable.noteDeleted(batch.jobsDeleted);
-        for (const id of batch.lost) track(attemptOne(engine, id));
+        timeoutMs = batch.claims[0]?.webhook.timeoutMs ?? timeoutMs;
+        for (const id of batch.lost) start(takeOver(engine, id, lease), Promise.resolve());
         for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);
         // Sent while their `delivering` notifications go out; each result waits for those, so
         // subscribers see the changes in order.
         const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
         published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
-        for (const claim of batch.claims) track(sendTraced(engine, claim, published));
-        exhausted = batch.claims.length < Math.min(room, batch.freeSlots);
-        if (drain) drain.slotsLeft = batch.freeSlots > batch.claims.length;
+        for (const claim of batch.claims) start(claim, published);
+        exhausted = batch.claims.length < room;
+        drain.roomLeft = pending < window();
       }
-      if (Date.now() > deadline || signal?.aborted) {
+      if (Date.now() > deadline || signal?.aborted || lease.slots === 0) {
         handOff = true;
         break;
       }
-      if (inFlight.size === 0) {
-        // Nothing was claimed: nothing is due, or other runners' drains hold every slot (they go on).
-        if (!drain?.size) break;
+      if (pending === 0) {
+        if (drain.size) continue;
+        // Nothing claimed and nothing named: wait a moment for the webhook's next job before ending.
+        drain.roomLeft = true;
+        const joined = await Promise.race([drain.woken().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), LINGER_MS))]);
+        drain.sleep();
+        if (!joined && !drain.size) break;
         continue;
       }
-      // Claim again once some attempts finished: at once when many slots are free, else
-      // after a moment, so that each claim takes a batch.
-      // A delivery named meanwhile that a free slot can take wakes it sooner.
-      if (drain) {
-        await Promise.race([...inFlight, drain.woken()]);
-        drain.sleep();
-      } else await Promise.race(inFlight);
-      if (inFlight.size > room / 2) await new Promise((r) => setTimeout(r, 2));
+      // Claim again once attempts were answered (each answer wakes the drain), or a delivery was named meanwhile.
+      await drain.woken();
+      drain.sleep();
+      if (pending > window() / 2 && !drain.size) await new Promise((r) => setTimeout(r, 1));
     }
   } finally {
+    // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
+    // back. The drain stays registered meanwhile, so that this runner's next jobs of the webhook
+    // join it (and are handed on below) rather than find its slots still leased.
+    while (pending > 0) {
+      await drain.woken();
+      drain.sleep();
+    }
+    clearInterval(renewal);
+    await renewing;
+    await releaseSlotLease(db, lease).catch((err) => log.warn({ err }, 'could not release a slot lease; it runs out by itself'));
     stopDraining();
     // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them, or
     // for a webhook that turned out one-at-a-time, each its own job again.
-    const left = drain?.take();
-    if (left?.ids.length) handOff = true;
-    await Promise.all(inFlight);
-    if (single) for (const id of left?.ids ?? []) await requeueAttemptJob(db, id, new Date());
-    else if (handOff && drained) await handOffDueDeliveries(db, drained);
-    left?.release();
+    const left = drain.take();
+    if (left.ids.length) handOff = true;
+    await Promise.all(runs);
+    if (single) for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
+    else if (handOff) await handOffDueDeliveries(db, drained);
+    left.release();
   }
+}
+
+/** Re-queues the jobs of those of `ids` still waiting for an attempt (not claimed meanwhile by another drain). */
+async function requeueWaiting(db: pg.Pool, ids: string[], runAt: Date): Promise<void> {
+  await db.query({
+    name: 'requeue_waiting_deliveries',
+    text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM deliveries
+            WHERE id = ANY($1::text[]) AND status IN ('queued', 'retrying', 'scheduled')`,
+    values: [ids, ATTEMPT_TASK, runAt],
+  });
 }
 
 /** deliveryUpdated for deliveries a batch claim started (the one-at-a-time claim notifies in its own statement). */
@@ -215,6 +347,16 @@ async function publishClaimed(db: pg.Pool, claims: ClaimedDelivery[]): Promise<v
     text: 'SELECT pg_notify($1, n) FROM json_array_elements_text($2::json) AS n',
     values: [NOTIFY_CHANNEL, JSON.stringify(claims.map((c) => deliveryNotification(deliveryView(c.row))))],
   });
+}
+
+/** A delivery whose attempt was lost with its runner, claimed under a drain's lease: the lost attempt is recorded first. */
+async function takeOver(engine: DeliveryEngine, deliveryId: string, lease: SlotLease): Promise<ClaimedDelivery | null> {
+  const db = engine.rt.db.relaxedPool;
+  const outcome = await claimDelivery(db, deliveryId, lease.id);
+  if (outcome.kind === 'later') await requeueAttemptJob(db, deliveryId, outcome.runAt);
+  if (outcome.kind !== 'claimed') return null;
+  if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
+  return outcome.claim;
 }
 
 /** One delivery, claimed alone: strict FIFO order, throttling, or taking over a lost attempt. */
@@ -247,15 +389,20 @@ function signingSecret(sealed: string): string {
 }
 
 /** sendClaimed inside a `delivery.attempt` span when tracing is on (src/tracing.ts). */
-function sendTraced(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>): Promise<void> {
-  if (!tracingEnabled()) return sendClaimed(engine, claim, published);
+function sendTraced(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>, answered?: () => void): Promise<void> {
+  if (!tracingEnabled()) return sendClaimed(engine, claim, published, answered);
   const attributes = { 'relay.delivery_id': claim.row.id, 'relay.event_id': claim.row.event_id, 'relay.webhook_id': claim.row.webhook_id, 'relay.attempt': claim.attempt };
-  return withSpan('delivery.attempt', attributes, () => sendClaimed(engine, claim, published));
+  return withSpan('delivery.attempt', attributes, () => sendClaimed(engine, claim, published, answered));
 }
 
-/** Builds, signs and sends one claimed delivery, then records the attempt. */
-async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>): Promise<void> {
+/**
+ * Builds, signs and sends one claimed delivery, then records the attempt. `answered` is told as
+ * soon as the attempt holds no request open any more (before its result is written): a drain
+ * hands the slot to its next attempt then.
+ */
+async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>, answered?: () => void): Promise<void> {
   const record = async (r: AttemptResult) => {
+    answered?.();
     await published?.catch(() => {});
     return engine.recorder.record(r);
   };
@@ -268,6 +415,7 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     const built = await buildDispatch(engine, claim);
     if (built.kind === 'wait') {
       // Every Automation slot of the project is taken: the delivery goes back to waiting, as a job at runAt (this runner's slot is free meanwhile).
+      answered?.();
       await published?.catch(() => {});
       await deferClaim(engine.rt.db.relaxedPool, claim.row.id, claim.attempt, built.runAt);
       return;

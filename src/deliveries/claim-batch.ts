@@ -16,7 +16,7 @@ export function heldJobsMargin(workerConcurrency: number): number {
 }
 
 export type BatchClaimOutcome =
-  /** Claimed: the named deliveries that were due (while slots were free), then the webhook's oldest due ones. */
+  /** Claimed: the named deliveries that were due, then the webhook's oldest due ones, up to `max`. */
   | {
       kind: 'claimed';
       webhookId: string;
@@ -25,8 +25,6 @@ export type BatchClaimOutcome =
       lost: string[];
       /** Named deliveries not due yet, with their time. */
       notDue: { id: string; at: Date }[];
-      /** The webhook's free in-flight slots before this claim. */
-      freeSlots: number;
       /** Jobs of claimed deliveries deleted before they ran. */
       jobsDeleted: number;
     }
@@ -53,37 +51,34 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
 }
 
 /**
- * Claims, in one statement, up to `max` due deliveries of a webhook: the named ones first (the
- * jobs that asked for them), then the webhook's oldest due ones. Only for active webhooks in
- * parallel mode without throttling (their deliveries need no order between them); the
- * webhook's row lock serialises these claims, and the in-flight counter they raise is the
- * maxInFlight semaphore that recordAttempts releases. The lock is FOR NO KEY UPDATE: ingest's
- * inserts hold FOR KEY SHARE on the webhook (foreign keys) until their durable commit, and a
- * FOR UPDATE would queue behind them and them behind it.
+ * Claims, in one statement, up to `max` due deliveries of a webhook under a slot lease of this
+ * runner's drain (see slot-lease.ts): the named ones first (the jobs that asked for them), then
+ * the webhook's oldest due ones. Only for active webhooks in parallel mode without throttling
+ * (their deliveries need no order between them). No row every delivery of the webhook shares is
+ * locked or written: the lease bounds the attempts, and two runners' claims meeting on one
+ * delivery are decided by its own row (the second finds it no longer waiting).
  *
  * Siblings are taken among deliveries whose job no runner holds yet (held jobs are about to run
  * and name their delivery), and their jobs are deleted: their work is done here, so a backlog
  * costs a job run per batch rather than per delivery. The delete is on graphile-worker's job
  * table itself, keyed by job_key: its remove_job() would add a NOTIFY per job to every runner.
- *
- * `webhookId` may be null: then it is the first named delivery's.
  */
 export async function claimDeliveryBatch(
   client: pg.Pool | pg.PoolClient,
-  webhookId: string | null,
+  webhookId: string,
   named: string[],
   max: number,
   margin: number,
+  leaseId: string,
 ): Promise<BatchClaimOutcome> {
   const { rows } = await client.query({
     name: 'claim_delivery_batch',
     text: `
 WITH w AS (
-  SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.in_flight, w.timeout_ms,
+  SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.timeout_ms,
          w.retry_policy, w.custom_headers, w.transform,
          (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable
-    FROM webhooks w WHERE w.id = COALESCE($4::text, (SELECT webhook_id FROM deliveries WHERE id = ($1::text[])[1]))
-     FOR NO KEY UPDATE
+    FROM webhooks w WHERE w.id = $4::text
 ), own AS (
   SELECT d.id, d.seq, d.status, d.next_attempt_at, d.lease_until FROM deliveries d, w WHERE d.id = ANY($1::text[]) AND d.webhook_id = w.id
 ), due AS (
@@ -104,24 +99,22 @@ WITH w AS (
         AND d.next_attempt_at <= now() ORDER BY d.seq LIMIT $2)
   ) u
   ORDER BY u.id = ANY($1::text[]) DESC, u.seq
-  LIMIT LEAST($2, GREATEST((SELECT max_in_flight - in_flight FROM w), 0))
+  LIMIT $2
 ), upd AS (
   UPDATE deliveries d
      SET status = 'delivering', attempts = d.attempts + 1,
-         lease_until = now() + make_interval(secs => ((SELECT timeout_ms FROM w) + $3::int)::float8 / 1000),
-         next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
+         -- Twice the timeout: a claimed delivery may wait for one of the drain's slots (at most one attempt's time) before its own attempt.
+         lease_until = now() + make_interval(secs => ((SELECT timeout_ms FROM w) * 2 + $3::int)::float8 / 1000),
+         next_attempt_at = NULL, throttle_slot_at = NULL, slot_lease = $6, updated_at = now()
     FROM due
    WHERE d.id = due.id AND d.status IN ('queued', 'retrying', 'scheduled')
   RETURNING d.*
-), slot AS (
-  UPDATE webhooks SET in_flight = in_flight + (SELECT count(*) FROM upd)
-   WHERE id = (SELECT id FROM w) AND EXISTS (SELECT 1 FROM upd)
 ), gone AS (
   DELETE FROM graphile_worker._private_jobs j
    WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
   RETURNING 1
 )
-SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webhook_id, GREATEST(w.max_in_flight - w.in_flight, 0) AS free_slots, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
+SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
        w.custom_headers, w.throttle_rate_per_second, w.transform, w.batchable,
        (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) AS lost_ids,
        (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
@@ -135,7 +128,7 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
            e.channel AS event_channel, e.method AS event_method, e.path AS event_path, e.query AS event_query, e.received_at AS event_received_at
       FROM upd u JOIN events e ON e.id = u.event_id
   ) c ON true`,
-    values: [named, max, LEASE_MARGIN_MS, webhookId, margin],
+    values: [named, max, LEASE_MARGIN_MS, webhookId, margin, leaseId],
   });
   const first = rows[0];
   if (!first) return { kind: 'none' };
@@ -155,7 +148,7 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
   const claims: ClaimedDelivery[] = [];
   for (const d of rows) {
     if (!d.id) continue;
-    const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, batch_webhook_id: _w, free_slots: _f, webhook_status: _s, delivery_mode: _m,
+    const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, batch_webhook_id: _w, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
       not_due: _n, signing_secrets: _g, ...row } = d;
     claims.push({
@@ -177,7 +170,6 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
     webhookId: first.batch_webhook_id,
     claims,
     lost: first.lost_ids ?? [],
-    freeSlots: first.free_slots,
     jobsDeleted: first.jobs_deleted ?? 0,
     notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
   };

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
+import { leasedSlotsSql } from './slot-lease.ts';
 
 /** Extra time on top of the webhook's timeout before an attempt counts as lost (runner died). */
 export const LEASE_MARGIN_MS = 15_000;
@@ -58,9 +59,10 @@ SELECT d.*, COALESCE(d.dispatch_body, e.body) AS payload, d.dispatch_body IS NOT
  * terminal or already-running deliveries are skipped; a paused or archived webhook leaves
  * it waiting; strict FIFO lets only the webhook's oldest unfinished delivery through;
  * parallel mode admits at most maxInFlight running attempts per webhook; throttling hands
- * out send slots. On success the delivery is `delivering` with a lease.
+ * out send slots. On success the delivery is `delivering` with a lease. `underLease`: a drain
+ * takes the delivery over in one of its leased slots (slot-lease.ts) rather than one of in_flight.
  */
-export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId: string): Promise<ClaimOutcome> {
+export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId: string, underLease?: string): Promise<ClaimOutcome> {
   const { rows } = await client.query(SELECT_FOR_CLAIM, [deliveryId]);
   const d = rows[0];
   if (!d) return { kind: 'skip', reason: 'no such delivery' };
@@ -121,27 +123,33 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
 
   const attempt = d.attempts + 1;
   const leaseMs = d.timeout_ms + LEASE_MARGIN_MS;
-  // The webhook's in-flight counter is the maxInFlight semaphore across runners: taken here in
-  // the same statement that starts the attempt, released by the statement that records it
-  // (recordAttempts). An attempt whose runner died keeps its slot for the retry that takes over.
+  // The webhook's in-flight counter, with the live slot leases of the drains (slot-lease.ts), is
+  // the maxInFlight semaphore across runners: taken here in the same statement that starts the
+  // attempt, released by the statement that records it (recordAttempts). An attempt claimed this
+  // way whose runner died keeps its slot for the retry that takes over; one a drain had claimed
+  // under a lease (slot_lease) takes a slot of its own, the dead drain's lease running out.
   // Taking it last keeps the webhook row locked for one statement and an unflushed commit.
+  const keepsSlot = !!underLease || (lostPrevious && !d.slot_lease);
   const view = deliveryView({ ...d, status: 'delivering', attempts: attempt, next_attempt_at: null, completed_at: null });
   const updated = await client.query(
     `WITH cand AS (
        SELECT id FROM deliveries WHERE id = $1 AND status = $6 AND attempts = $7 FOR UPDATE
      ), slot AS (
        UPDATE webhooks SET in_flight = in_flight + 1
-        WHERE id = $4 AND NOT $5::bool AND in_flight < max_in_flight AND EXISTS (SELECT 1 FROM cand) RETURNING 1
+        WHERE id = $4 AND NOT $5::bool AND in_flight < max_in_flight - ${leasedSlotsSql('$4')} AND EXISTS (SELECT 1 FROM cand) RETURNING 1
      ), upd AS (
        UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
-              next_attempt_at = NULL, throttle_slot_at = NULL, updated_at = now()
+              next_attempt_at = NULL, throttle_slot_at = NULL, slot_lease = $10, updated_at = now()
         WHERE id IN (SELECT id FROM cand) AND ($5::bool OR EXISTS (SELECT 1 FROM slot)) RETURNING *
+     ), handed AS (
+       -- Taken over under a lease from a one-at-a-time attempt: that attempt's in_flight slot is given back.
+       UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) WHERE id = $4 AND $11::bool AND EXISTS (SELECT 1 FROM upd)
      ), n AS (
        SELECT pg_notify($8, $9) FROM upd
      )
      SELECT u.*, (SELECT count(*) FROM cand)::int AS cand_count, (SELECT count(*) FROM n)::int AS notified
        FROM (SELECT 1) AS one LEFT JOIN upd u ON true`,
-    [d.id, attempt, leaseMs, d.webhook_id, lostPrevious, d.status, d.attempts, NOTIFY_CHANNEL, deliveryNotification(view)],
+    [d.id, attempt, leaseMs, d.webhook_id, keepsSlot, d.status, d.attempts, NOTIFY_CHANNEL, deliveryNotification(view), underLease ?? null, !!underLease && lostPrevious && !d.slot_lease],
   );
   const result = updated.rows[0];
   if (!result?.id) {

@@ -44,7 +44,7 @@ const RECORD_SQL = `WITH r AS (
               automation_version = COALESCE(r.automation_version, d.automation_version)
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at, d.replay_of_id
+        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at, d.replay_of_id, d.slot_lease
      ), drain_events AS (
        -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
        -- only for projects that have an enabled drain.
@@ -82,10 +82,12 @@ const RECORD_SQL = `WITH r AS (
      ), notified AS (
        SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
      ), released AS (
-       -- The in-flight slots of the attempts recorded here, given back in the same statement (the
-       -- results are all of webhook $5: see recordAttempts).
-       UPDATE webhooks SET in_flight = GREATEST(in_flight - (SELECT count(*) FROM upd), 0)
-        WHERE id = $5::text AND EXISTS (SELECT 1 FROM upd)
+       -- The in-flight slots of the one-at-a-time attempts recorded here, given back in the same
+       -- statement (the results are all of webhook $5: see recordAttempts). Attempts a drain
+       -- started under a slot lease gave theirs back in memory when the answer came: the
+       -- webhook's row is not touched for them.
+       UPDATE webhooks SET in_flight = GREATEST(in_flight - (SELECT count(*) FROM upd WHERE slot_lease IS NULL), 0)
+        WHERE id = $5::text AND EXISTS (SELECT 1 FROM upd WHERE slot_lease IS NULL)
      )
      SELECT upd.id, upd.webhook_id, (extract(epoch FROM now() - upd.created_at) * 1000)::float8 AS age_ms, upd.replay_of_id IS NOT NULL AS replay, (SELECT count(*) FROM retry_job) AS r, (SELECT count(*) FROM next_head) AS h,
             (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM drain_events) AS drained

@@ -29,9 +29,10 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
                     AND NOT EXISTS (
                       SELECT 1 FROM graphile_worker._private_jobs j
                        WHERE j.key = ${attemptJobKeySql('d.id')} AND (j.locked_at IS NULL OR j.locked_at > now() - interval '5 minutes'))
-                    -- A parallel webhook with attempts in flight is being drained: like a FIFO webhook's, only its
+                    -- A parallel webhook with attempts in flight or a live slot lease is being drained: like a FIFO webhook's, only its
                     -- oldest waiting delivery needs a job of its own.
-                    AND ((w.delivery_mode = 'parallel' AND w.in_flight = 0) OR d.seq = (
+                    AND ((w.delivery_mode = 'parallel' AND w.in_flight = 0 AND NOT EXISTS (
+                           SELECT 1 FROM webhook_slot_leases l WHERE l.webhook_id = w.id AND l.expires_at > now())) OR d.seq = (
                       SELECT min(x.seq) FROM deliveries x WHERE x.webhook_id = d.webhook_id AND x.status IN ('queued','scheduled','retrying','delivering'))))
               )
             LIMIT 1000)
@@ -40,6 +41,8 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
       );
       if (rows.length > 0) log.info({ requeued: rows.length }, 'delivery sweep re-queued deliveries');
       await reconcileInFlight(client);
+      // Leases whose drain died with its runner (a drain ending deletes its own).
+      await client.query(`DELETE FROM webhook_slot_leases WHERE expires_at < now() - interval '1 minute'`);
       return rows.length;
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
@@ -50,8 +53,8 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
 }
 
 /**
- * Sets a webhook's in-flight counter (the maxInFlight semaphore) back to its attempts really
- * running, should it ever differ. Every statement that changes the counter also moves the rows it
+ * Sets a webhook's in-flight counter (with the slot leases, the maxInFlight semaphore) back to its
+ * one-at-a-time attempts really running, should it ever differ. Every statement that changes the counter also moves the rows it
  * counts ('delivering': the claims, recordAttempts, deferClaim), so the two agree at every commit
  * and no crash between statements can leave a slot taken; this is a safety net against a slot
  * leaked anyway, which would otherwise hold a webhook's deliveries back while events keep coming.
@@ -61,7 +64,7 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
 export async function reconcileInFlight(client: pg.PoolClient): Promise<number> {
   const { rows: suspects } = await client.query(
     `SELECT w.id FROM webhooks w
-      WHERE w.in_flight <> (SELECT count(*) FROM deliveries d WHERE d.webhook_id = w.id AND d.status = 'delivering')
+      WHERE w.in_flight <> (SELECT count(*) FROM deliveries d WHERE d.webhook_id = w.id AND d.status = 'delivering' AND d.slot_lease IS NULL)
       LIMIT 100`,
   );
   let fixed = 0;
@@ -71,7 +74,7 @@ export async function reconcileInFlight(client: pg.PoolClient): Promise<number> 
       await client.query('SELECT 1 FROM webhooks WHERE id = $1 FOR NO KEY UPDATE', [id]);
       const { rows } = await client.query(
         `UPDATE webhooks w SET in_flight = live.n
-           FROM (SELECT count(*)::int AS n FROM deliveries d WHERE d.webhook_id = $1 AND d.status = 'delivering') live
+           FROM (SELECT count(*)::int AS n FROM deliveries d WHERE d.webhook_id = $1 AND d.status = 'delivering' AND d.slot_lease IS NULL) live
           WHERE w.id = $1 AND w.in_flight <> live.n
           RETURNING w.in_flight`,
         [id],

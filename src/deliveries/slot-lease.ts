@@ -1,0 +1,114 @@
+import type pg from 'pg';
+import { newId } from '../ids.ts';
+
+/**
+ * A block of one webhook's maxInFlight slots, held by one runner's drain (webhook_slot_leases).
+ *
+ * The drain passes its slots from attempt to attempt in memory: a slot is free the moment a
+ * receiver answers, and neither a claim nor a result updates a row that every delivery of the
+ * webhook shares. Leases are granted under the webhook's row lock, so live leases plus the
+ * one-at-a-time claims' `webhooks.in_flight` never exceed `max_in_flight` across runners.
+ *
+ * A lease lives `ttlMs` past its last renewal. The holder starts an attempt only while the lease
+ * outlives that attempt's timeout (`canStart`), so when a lease runs out (its runner died or lost
+ * the database) none of its requests can still be open, and its slots may go to another runner.
+ */
+export interface SlotLease {
+  id: string;
+  webhookId: string;
+  slots: number;
+  /** Local clock: the lease is ours until then (measured from before the statement that granted or renewed it). */
+  validUntil: number;
+}
+
+/** How long a lease outlives its last renewal beyond the webhook's timeout. */
+const LEASE_MARGIN_MS = 10_000;
+/** How often a running drain renews its lease. */
+export const LEASE_RENEW_MS = 2_000;
+
+export const leaseTtlMs = (timeoutMs: number) => timeoutMs + LEASE_MARGIN_MS;
+
+/** SQL: the slots of a webhook's live leases (`webhookSql` names the webhook id). */
+export const leasedSlotsSql = (webhookSql: string) =>
+  `(SELECT COALESCE(sum(l.slots), 0)::int FROM webhook_slot_leases l WHERE l.webhook_id = ${webhookSql} AND l.expires_at > now())`;
+
+export type LeaseGrant =
+  | { kind: 'lease'; lease: SlotLease }
+  /** Strict FIFO or throttled: its deliveries are claimed one at a time, with the webhook's in_flight. */
+  | { kind: 'single' }
+  /** Every slot is leased (or taken by one-at-a-time attempts) now. */
+  | { kind: 'busy' }
+  /** No such webhook, or it is not active. */
+  | { kind: 'none' };
+
+/**
+ * Grants up to `want` free slots of the webhook to a new lease, in one statement under the
+ * webhook's row lock (FOR NO KEY UPDATE: ingest's foreign-key locks do not wait for it), and
+ * clears the webhook's expired leases. Only active parallel webhooks without throttling are
+ * drained under leases.
+ */
+export async function acquireSlotLease(db: pg.Pool | pg.PoolClient, webhookId: string, want: number): Promise<LeaseGrant> {
+  const id = newId('lse');
+  const asked = Date.now();
+  const { rows } = await db.query({
+    name: 'acquire_slot_lease',
+    text: `WITH w AS (
+             SELECT id, project_id, status, max_in_flight, in_flight, timeout_ms,
+                    (status = 'active' AND delivery_mode = 'parallel' AND throttle_rate_per_second IS NULL) AS batchable
+               FROM webhooks WHERE id = $1
+                FOR NO KEY UPDATE
+           ), expired AS (
+             DELETE FROM webhook_slot_leases WHERE webhook_id = $1 AND expires_at <= now() AND EXISTS (SELECT 1 FROM w)
+           ), free AS (
+             SELECT w.*, LEAST($3::int, w.max_in_flight - w.in_flight - ${leasedSlotsSql('w.id')}) AS n FROM w
+           ), ins AS (
+             INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at)
+             SELECT $2, project_id, id, n, now() + make_interval(secs => (timeout_ms + $4::int)::float8 / 1000) FROM free WHERE batchable AND n > 0
+             RETURNING slots
+           )
+           SELECT free.status, free.batchable, free.timeout_ms, (SELECT slots FROM ins) AS slots FROM free`,
+    values: [webhookId, id, want, LEASE_MARGIN_MS],
+  });
+  const row = rows[0];
+  if (!row || row.status !== 'active') return { kind: 'none' };
+  if (!row.batchable) return { kind: 'single' };
+  if (!row.slots) return { kind: 'busy' };
+  return { kind: 'lease', lease: { id, webhookId, slots: row.slots, validUntil: asked + leaseTtlMs(row.timeout_ms) } };
+}
+
+/**
+ * Extends a live lease by its time to live; trims it to the webhook's maxInFlight should that
+ * have been lowered. Answers the slots it keeps, or 0 when the lease had run out (its slots may
+ * be another runner's now: start nothing more under it).
+ */
+export async function renewSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLease): Promise<number> {
+  const asked = Date.now();
+  const { rows } = await db.query({
+    name: 'renew_slot_lease',
+    text: `UPDATE webhook_slot_leases l SET slots = LEAST(l.slots, w.max_in_flight),
+                  expires_at = now() + make_interval(secs => (w.timeout_ms + $2::int)::float8 / 1000)
+             FROM webhooks w
+            WHERE l.id = $1 AND w.id = l.webhook_id AND l.expires_at > now()
+           RETURNING l.slots, w.timeout_ms`,
+    values: [lease.id, LEASE_MARGIN_MS],
+  });
+  const row = rows[0];
+  if (!row) {
+    lease.slots = 0;
+    lease.validUntil = 0;
+    return 0;
+  }
+  lease.slots = row.slots;
+  lease.validUntil = asked + leaseTtlMs(row.timeout_ms);
+  return row.slots;
+}
+
+/** Gives a lease's slots back (its drain ended, every attempt it started answered). */
+export async function releaseSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLease): Promise<void> {
+  await db.query({ name: 'release_slot_lease', text: 'DELETE FROM webhook_slot_leases WHERE id = $1', values: [lease.id] });
+}
+
+/** Whether an attempt of `timeoutMs` started now ends (answered or aborted) while the lease is still ours. */
+export function canStart(lease: SlotLease, timeoutMs: number): boolean {
+  return lease.slots > 0 && Date.now() + timeoutMs + 1_000 < lease.validUntil;
+}
