@@ -9,9 +9,12 @@ export interface Received {
   at: number;
 }
 
-/** What to answer: a status (and headers/body), or a raw action on the socket. */
+/**
+ * What to answer: a status (and headers/body), after `delayMs` and once `until` (if given) has
+ * resolved, e.g. a gate the test opens; or a raw action on the socket.
+ */
 export type Reply =
-  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number }
+  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; until?: Promise<unknown> }
   | { hang: true }
   | { reset: true }
   | { garbage: true };
@@ -49,11 +52,14 @@ export async function startReceiver(reply: (r: Received, n: number) => Reply = (
         req.socket.end('this is not HTTP\r\n\r\n');
         return;
       }
-      setTimeout(() => {
-        done();
-        res.writeHead(a.status, a.headers ?? {});
-        res.end(a.body ?? '');
-      }, a.delayMs ?? 0);
+      const answer = () =>
+        setTimeout(() => {
+          done();
+          res.writeHead(a.status, a.headers ?? {});
+          res.end(a.body ?? '');
+        }, a.delayMs ?? 0);
+      if (a.until) void a.until.then(answer);
+      else answer();
     });
   });
   server.on('connection', (s) => {
@@ -68,9 +74,20 @@ export async function startReceiver(reply: (r: Received, n: number) => Reply = (
     get maxInFlight() {
       return maxInFlight;
     },
+    /** Requests received and not yet answered. */
+    get inFlight() {
+      return inFlight;
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+/** A gate for `until`: replies wait on `opened` until the test calls `open()`. */
+export function gate(): { opened: Promise<void>; open(): void } {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
 }
