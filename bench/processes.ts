@@ -25,14 +25,15 @@ const running = new Set<TrackedProcess>();
 /**
  * Starts `node --import tsx <script>` (the same as `tsx <script>`, minus tsx's own wrapper
  * process, so signals reach the script directly) with an IPC channel, whose closing makes
- * the child SIGTERM itself (bench/exit-with-parent.ts).
+ * the child SIGTERM itself (bench/exit-with-parent.ts). Its environment is `baseEnv` (default
+ * this process's) with `env` on top.
  */
-export function startTsProcess(script: string, options: { label: string; env?: NodeJS.ProcessEnv; args?: string[]; nodeOptions?: string[] }): TrackedProcess {
+export function startTsProcess(script: string, options: { label: string; env?: NodeJS.ProcessEnv; baseEnv?: NodeJS.ProcessEnv; args?: string[]; nodeOptions?: string[] }): TrackedProcess {
   const lines: string[] = [];
   const child = fork(path.resolve(REPO_ROOT, script), options.args ?? [], {
     cwd: REPO_ROOT,
     execArgv: [...(options.nodeOptions ?? []), '--import', 'tsx', '--import', EXIT_WITH_PARENT],
-    env: { ...process.env, ...options.env },
+    env: { ...(options.baseEnv ?? process.env), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const keep = (chunk: Buffer) => {

@@ -1,15 +1,19 @@
 // Regression guard for issue 14: a steady stream on `npm start` (API and job runner in one process,
 // its defaults) is delivered without a latency knee. Real processes, a real PostgreSQL, a loopback
 // receiver; the producer and the receiver are the bench's steady-sweep load process, in a process
-// of their own, stamping each event when its request is written.
+// of their own, stamping each event when its request is written. Time is the point: this file runs
+// in the project that runs alone (vitest.config.ts), and the service gets no setting of the test
+// run's (serviceEnv), so it runs its defaults (fixed-size pools, among others).
 import { mkdtemp, rm, chmod } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SweepInput, SweepOutput } from '../bench/load/steady-sweep-process.ts';
 import { runLoadProcess } from '../bench/processes.ts';
 import { createBenchProject, startService, type RunningService } from '../bench/service.ts';
 import { createTestDatabase } from './support/database.ts';
+import { serviceEnv } from './support/test-env.ts';
 
 const RATE = 150;
 const SECONDS = 5;
@@ -29,18 +33,27 @@ afterAll(async () => {
 });
 
 describe('steady delivery latency (npm start defaults)', () => {
-  it(`delivers ${RATE} events/s for ${SECONDS} s with ingest→receiver p99 under ${E2E_P99_BAR_MS} ms (in one of two runs)`, async () => {
+  it(`delivers ${RATE} events/s for ${SECONDS} s with ingest→receiver p99 under ${E2E_P99_BAR_MS} ms, twice in a row, on the defaults`, async () => {
     const databaseUrl = await createTestDatabase();
-    // The service's defaults, but for the test run's log level and loopback destinations.
-    service = await startService(databaseUrl, path.join(dir, 'data'), { label: 'src/main.ts', env: { LOG_LEVEL: 'warn' } });
+    // The service's defaults, but for the log level and loopback destinations (bench/service.ts),
+    // on an environment without the test run's settings (DATABASE_POOL_MIN=0 among them).
+    service = await startService(databaseUrl, path.join(dir, 'data'), { label: 'src/main.ts', env: { LOG_LEVEL: 'warn' }, baseEnv: serviceEnv() });
+    // Its pools are the default fixed-size ones (DATABASE_POOL_SIZE, 20): opened at start and kept.
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+      expect(rows[0].n).toBeGreaterThanOrEqual(20);
+    } finally {
+      await admin.end();
+    }
     const project = await createBenchProject(databaseUrl);
     const out = await runLoadProcess<SweepOutput>(
       'bench/load/steady-sweep-process.ts',
       {
         serviceUrl: service.url,
         apiKey: project.apiKey,
-        // Two phases in a row: the guard holds when either does, so that a moment when the
-        // machine is busy with other work does not fail it; the knee fails both.
+        // Two phases in a row; the bar holds on each.
         rates: [RATE, RATE],
         seconds: SECONDS,
         warmupEvents: 100,
@@ -53,11 +66,12 @@ describe('steady delivery latency (npm start defaults)', () => {
       { timeoutMs: 60_000 },
     );
     const phases = out.runs[0].phases;
-    for (const phase of phases) {
-      expect(phase.failures).toBe(0);
-      expect(phase.delivered).toBe(RATE * SECONDS);
-    }
+    expect(phases).toHaveLength(2);
     const figures = phases.map((p) => `e2e p50 ${p.e2e.p50} ms, p99 ${p.e2e.p99} ms, max ${p.e2e.max} ms, ingest p99 ${p.ingest.p99} ms, producer lag max ${p.senderLag.max} ms`).join('; then ');
-    expect(Math.min(...phases.map((p) => p.e2e.p99)), figures).toBeLessThan(E2E_P99_BAR_MS);
+    for (const [i, phase] of phases.entries()) {
+      expect(phase.failures, `phase ${i + 1}`).toBe(0);
+      expect(phase.delivered, `phase ${i + 1}`).toBe(RATE * SECONDS);
+      expect(phase.e2e.p99, `phase ${i + 1}: ${figures}`).toBeLessThan(E2E_P99_BAR_MS);
+    }
   }, 120_000);
 });

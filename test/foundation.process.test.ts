@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/db/embedded.ts';
 import { createTestDatabase } from './support/database.ts';
+import { serviceEnv } from './support/test-env.ts';
 
 const TSX = ['--import', 'tsx'];
 let dir: string;
@@ -19,8 +20,9 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** `npm start` as a shell runs it: none of the test run's settings (serviceEnv), `env` on top. */
 function startMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, [...TSX, 'src/main.ts'], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...TSX, 'src/main.ts'], { env: serviceEnv({ LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
@@ -48,7 +50,7 @@ describe('npm start on an embedded PostgreSQL', () => {
   it('initialises ./.data on first start, prints the default key once, reuses the data on the next start, and shuts down gracefully', async () => {
     const dataDir = path.join(dir, 'data');
     const port = await freePort();
-    const env = { DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', HOST: '127.0.0.1' };
+    const env = { DATA_DIR: dataDir, PORT: String(port), SMTP_PORT: '0', DATABASE_URL: '', HOST: '127.0.0.1' };
 
     const started = Date.now();
     const first = startMain(env);

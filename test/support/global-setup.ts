@@ -11,8 +11,11 @@ import { ATTEMPT_TASK } from '../../src/deliveries/job.ts';
 
 export const TEMPLATE_DB = `test_template_${process.pid}`;
 
-let embedded: EmbeddedDatabase | undefined;
-let dir: string | undefined;
+interface Cluster {
+  serverUrl: string;
+  embedded?: EmbeddedDatabase;
+  dir?: string;
+}
 
 function withDatabase(url: string, name: string) {
   const u = new URL(url);
@@ -20,35 +23,56 @@ function withDatabase(url: string, name: string) {
   return u.toString();
 }
 
-export async function setup(project: TestProject) {
-  let serverUrl = process.env.DATABASE_URL;
-  if (!serverUrl) {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'test-pg-'));
-    await chmod(dir, 0o755);
-    embedded = await startEmbeddedPostgres(path.join(dir, 'data'), { exclusive: true });
-    serverUrl = embedded.url;
+async function start(): Promise<Cluster> {
+  const cluster: Cluster = { serverUrl: process.env.DATABASE_URL ?? '' };
+  if (!cluster.serverUrl) {
+    cluster.dir = await mkdtemp(path.join(os.tmpdir(), 'test-pg-'));
+    await chmod(cluster.dir, 0o755);
+    cluster.embedded = await startEmbeddedPostgres(path.join(cluster.dir, 'data'), { exclusive: true });
+    cluster.serverUrl = cluster.embedded.url;
   }
-  const admin = new pg.Client({ connectionString: serverUrl });
+  const admin = new pg.Client({ connectionString: cluster.serverUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
   await admin.end();
-  await migrate(withDatabase(serverUrl, TEMPLATE_DB), [ATTEMPT_TASK]);
+  await migrate(withDatabase(cluster.serverUrl, TEMPLATE_DB), [ATTEMPT_TASK]);
   await mkdir('.tmp', { recursive: true });
-  project.provide('pgServerUrl', serverUrl);
-  project.provide('pgTemplate', TEMPLATE_DB);
+  return cluster;
 }
 
-export async function teardown() {
-  if (embedded) await embedded.stop();
-  else if (process.env.DATABASE_URL) {
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+async function stop(cluster: Cluster) {
+  if (cluster.embedded) await cluster.embedded.stop();
+  else {
+    const admin = new pg.Client({ connectionString: cluster.serverUrl });
     await admin.connect();
     const { rows } = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%'`);
     for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`).catch(() => {});
     await admin.end();
   }
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (cluster.dir) await rm(cluster.dir, { recursive: true, force: true });
+}
+
+// Every vitest project (the suite, and the process tests after it) runs this file in the one
+// main process, each with its own copy of the module: they share one cluster through globalThis,
+// and the last project's teardown stops it.
+const SHARED = Symbol.for('relay-service.test-postgres');
+type Shared = { cluster: Promise<Cluster>; users: number };
+const shared = globalThis as unknown as { [SHARED]?: Shared };
+
+export async function setup(project: TestProject) {
+  const s = (shared[SHARED] ??= { cluster: start(), users: 0 });
+  s.users++;
+  const { serverUrl } = await s.cluster;
+  project.provide('pgServerUrl', serverUrl);
+  project.provide('pgTemplate', TEMPLATE_DB);
+}
+
+export async function teardown() {
+  const s = shared[SHARED];
+  if (!s || --s.users > 0) return;
+  delete shared[SHARED];
+  await stop(await s.cluster);
 }
 
 declare module 'vitest' {

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { serviceEnv } from './test-env.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // tsx resolved from the repository, so a child may run in any directory (a private one, as root).
@@ -16,9 +17,13 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `src/<entry>.ts` with `env` on top of this process's (minus `unset`), in `cwd`. */
+/**
+ * Starts `src/<entry>.ts` in `cwd` as a shell would run `npm start` (`start:api`, …): with this
+ * process's environment less the test run's own settings (`serviceEnv`, so the service runs its
+ * defaults), on loopback with a free SMTP port, `env` on top, minus `unset`.
+ */
 export function startProcess(entry: Entry, env: Record<string, string>, opts: { cwd?: string; args?: string[]; unset?: string[] } = {}): ServiceProcess {
-  const merged: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env };
+  const merged: Record<string, string | undefined> = serviceEnv({ LOG_LEVEL: 'info', HOST: '127.0.0.1', SMTP_PORT: '0', ...env });
   for (const k of opts.unset ?? []) delete merged[k];
   const child = spawn(process.execPath, [...TSX, path.join(ROOT, 'src', `${entry}.ts`), ...(opts.args ?? [])], {
     cwd: opts.cwd ?? ROOT,
