@@ -31,6 +31,8 @@ export class PgPubSub {
   private connecting: Promise<void> | undefined;
   private closed = false;
   private refLoaders = new Map<string, RefLoader>();
+  private watchers = new Set<(listening: boolean) => void>();
+  private up = false;
 
   constructor(
     private readonly url: string,
@@ -52,6 +54,35 @@ export class PgPubSub {
     await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, text]);
   }
 
+  /**
+   * Whether the LISTEN connection is in place now: while it is not, changes published meanwhile
+   * never reach this process (what a process keeps on the strength of them must not be trusted).
+   */
+  get listening(): boolean {
+    return this.up;
+  }
+
+  /**
+   * Calls `fn(true)` each time the LISTEN is in place (first, and after a reconnection) and
+   * `fn(false)` each time it is lost, synchronously with the event; returns the unsubscribe.
+   */
+  onListening(fn: (listening: boolean) => void): () => void {
+    this.watchers.add(fn);
+    return () => void this.watchers.delete(fn);
+  }
+
+  private setListening(up: boolean) {
+    if (this.up === up) return;
+    this.up = up;
+    for (const fn of this.watchers) {
+      try {
+        fn(up);
+      } catch (err) {
+        log.error({ err }, 'pubsub listening watcher failed');
+      }
+    }
+  }
+
   /** Starts listening; resolves once the LISTEN is in place. */
   async start(): Promise<void> {
     this.connecting ??= this.connect();
@@ -59,18 +90,38 @@ export class PgPubSub {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url });
+    // Keepalive: a connection that died without a word (a host gone, a NAT forgetting it) ends in an error.
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     client.on('notification', (msg) => void this.dispatch(msg.payload ?? ''));
-    client.on('error', (err) => {
-      log.warn({ err: err.message }, 'pubsub connection lost; reconnecting');
-      this.client = undefined;
+    let lost = false;
+    const onLost = (err?: Error) => {
+      if (lost) return;
+      lost = true;
+      const wasUp = this.client === client;
+      if (wasUp) (this.client = undefined), this.setListening(false);
+      if (this.closed) return;
+      if (wasUp) log.warn({ err: err?.message ?? 'connection ended' }, 'pubsub connection lost; reconnecting');
+      else log.debug({ err: err?.message }, 'pubsub connection failed; trying again');
       this.connecting = undefined;
       client.end().catch(() => {});
-      if (!this.closed) setTimeout(() => void this.start().catch(() => {}), 500).unref();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+      setTimeout(() => void this.start().catch(() => {}), 500).unref();
+    };
+    client.on('error', onLost);
+    client.on('end', () => onLost());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      // A failed (re)connection tries again, as a lost one does.
+      onLost(err as Error);
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
+    this.setListening(true);
   }
 
   private async dispatch(raw: string) {
@@ -150,6 +201,8 @@ export class PgPubSub {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.watchers.clear();
+    this.setListening(false);
     for (const set of this.listeners.values()) set.clear();
     this.listeners.clear();
     const c = this.client;
