@@ -71,9 +71,18 @@ function eventInsert(p: NamedParams, source?: { from: string; where: string }, d
 )`;
 }
 
-/** The claim that made this request a duplicate, as committed before the statement began (null: none seen). */
-const duplicateOf = (p: NamedParams) => `(SELECT json_build_object('eventId', event_id, 'deliveryId', delivery_id) FROM inbound_dedupe
-  WHERE webhook_id = ${p.$('event_webhook_id')} AND key = ${p.$('dedupe_key')} AND expires_at > ${NOW_UTC}) AS duplicate_of`;
+/**
+ * The claim that made this request a duplicate, as committed before the statement began (null:
+ * none seen). Only while the webhook is still as the caller read it: a claim answers for the
+ * window the caller decided on, and a window changed since (to 0, or shorter) is decided again on
+ * a fresh lookup (StaleIngestTarget), never answered from the old one.
+ */
+const duplicateOf = (p: NamedParams) => {
+  const version = p.$('event_config_version', 'int');
+  return `CASE WHEN ${version} IS NULL OR EXISTS (SELECT 1 FROM webhooks WHERE id = ${p.$('event_webhook_id')} AND config_version = ${version}) THEN
+  (SELECT json_build_object('eventId', event_id, 'deliveryId', delivery_id) FROM inbound_dedupe
+    WHERE webhook_id = ${p.$('event_webhook_id')} AND key = ${p.$('dedupe_key')} AND expires_at > ${NOW_UTC}) END AS duplicate_of`;
+};
 
 /** The event's delivery, written by the same statement (ingest): routed destination and first run time. */
 export interface IngestDelivery {
@@ -247,13 +256,19 @@ export async function storeEvent(
       throw stateError(now, event.configVersion);
     }
     // A claim committed by another process while this statement waited on it is not in the
-    // statement's snapshot: read it now.
+    // statement's snapshot: read it now, with the webhook (whose change since the lookup, such as
+    // a new dedupe window, comes first).
     if (dedupeValues) {
-      const again = await client.query<DuplicateOf>(
-        `SELECT event_id AS "eventId", delivery_id AS "deliveryId" FROM inbound_dedupe WHERE webhook_id = $1 AND key = $2 AND expires_at > ${NOW_UTC}`,
+      const { rows: now } = await client.query<{ status: string; config_version: number; duplicate_of: DuplicateOf | null }>(
+        `SELECT w.status, w.config_version,
+                (SELECT json_build_object('eventId', d.event_id, 'deliveryId', d.delivery_id) FROM inbound_dedupe d
+                  WHERE d.webhook_id = w.id AND d.key = $2 AND d.expires_at > ${NOW_UTC}) AS duplicate_of
+           FROM webhooks w WHERE w.id = $1`,
         [event.webhookId, dedupeValues.dedupe_key],
       );
-      if (again.rows[0]) return again.rows[0];
+      const current = now[0] && (event.configVersion === null || now[0].config_version === event.configVersion);
+      if (current && now[0].duplicate_of) return now[0].duplicate_of;
+      throw stateError(now[0], event.configVersion);
     }
     throw await stateNow(client, event.webhookId, event.configVersion);
   };
