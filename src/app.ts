@@ -9,6 +9,7 @@ import { quietLogger, workerLogger } from './db/migrate.ts';
 import { createHttpIngestHandler } from './ingest/http-ingest.ts';
 import { createFormIngestHandler } from './ingest/form-ingest.ts';
 import { startSmtpServer, type SmtpServerHandle } from './ingest/email-ingest.ts';
+import { watchIngestTargetChanges } from './ingest/ingest-target-cache.ts';
 import { createSignedFileHandler } from './http/files.ts';
 import { createDashboardHandler } from './http/dashboard.ts';
 import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/server.ts';
@@ -73,6 +74,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const unwatch = watchDatabase({ main: db.pool, relaxed: db.relaxedPool });
   const tracing = startTracing(config.OTEL_EXPORTER_OTLP_ENDPOINT, config.OTEL_SERVICE_NAME);
   registerDeliveryRefLoader(rt);
+  // Ingest (every channel, cron ticks on the worker half included) keeps webhook lookups only
+  // while it hears of every change to them: this listens on both halves.
+  const unwatchIngestTargets = watchIngestTargetChanges(rt);
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
@@ -175,6 +179,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), smtp?.close()]);
         await metricsServer?.close();
         unwatch();
+        unwatchIngestTargets();
         sweeper?.stop();
         drainScheduler?.stop();
         await runner?.stop();

@@ -8,6 +8,7 @@ import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
 import { getWebhook } from '../webhooks/get-webhook.ts';
 import { assertDestinationType, DESTINATION_TYPES, publicConfig, sealConfig, type DestinationType, type StoredConfig } from './config.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -80,9 +81,11 @@ export async function createDestination(rt: Rt, projectId: string, webhookId: st
     throw new InvalidRequest(`A webhook has at most ${MAX_DESTINATIONS} destinations.`);
   }
   try {
-    return await rt.db.prisma.destination.create({
+    const created = await rt.db.prisma.destination.create({
       data: { id: newId('dst'), projectId, webhookId: webhook.id, name: built.name!, type: built.type, config: built.config as Prisma.InputJsonValue, isDefault: false },
     });
+    ingestTargetsChanged(rt, { webhookId });
+    return created;
   } catch (e) {
     if (nameTaken(e)) throw new InvalidRequest(`This webhook already has a destination named ${built.name}.`, 'name');
     throw e;
@@ -96,7 +99,9 @@ export async function updateDestination(rt: Rt, projectId: string, webhookId: st
   if (input.type !== undefined) requireDestinationType(project.tier, input.type);
   const data = updateDestinationData(current, input);
   try {
-    return await rt.db.prisma.destination.update({ where: { id: current.id }, data: data as Prisma.DestinationUpdateInput });
+    const updated = await rt.db.prisma.destination.update({ where: { id: current.id }, data: data as Prisma.DestinationUpdateInput });
+    ingestTargetsChanged(rt, { webhookId });
+    return updated;
   } catch (e) {
     if (nameTaken(e)) throw new InvalidRequest(`This webhook already has a destination named ${String(input.name)}.`, 'name');
     throw e;
@@ -133,5 +138,6 @@ export async function deleteDestination(rt: Rt, projectId: string, webhookId: st
     [d.id, webhookId],
   );
   if (deleted.rowCount === 0) throw new InvalidState('The destination is in use by routing.');
+  ingestTargetsChanged(rt, { webhookId });
   return { id: d.id, deleted: true };
 }

@@ -145,8 +145,11 @@ interface MailForHook {
  * their keys, for the caller to remove what is not recorded).
  */
 async function prepareMail(rt: Runtime, publicId: string, rcptTo: string[], mail: Mail, written: string[]): Promise<MailForHook> {
-  const { target: known } = await ingestTargets(rt).get(rt, publicId);
-  if (!known || known.status === 'archived') throw new NotFound('webhook');
+  // Unknown or archived on a kept lookup is decided again on a fresh one.
+  const known = await ingestTargets(rt).decide(rt, publicId, (target) => {
+    if (!target || target.status === 'archived') throw new NotFound('webhook');
+    return target;
+  });
   const attachments = mail.attachments.map((a) => ({ ...a, id: newId('file') }));
   const candidates: MeasuredAttachment[] = [];
   if (keepsFileContent(known.project)) {
@@ -346,14 +349,16 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
         if (!publicId) return callback(reply(550, '5.1.1 No such mailbox'));
         if (session.envelope.rcptTo.length >= EMAIL_LIMITS.recipients) return callback(reply(452, '4.5.3 Too many recipients'));
         try {
-          const { target } = await ingestTargets(rt).get(rt, publicId);
-          if (!target || target.status === 'archived') throw new NotFound('webhook');
-          if (target.status === 'paused') throw new WebhookPaused();
           // The raw message is stored with the event: a declared SIZE that would not fit the stored-bytes quota is refused now (452).
           const args = session.envelope.mailFrom ? (session.envelope.mailFrom.args as Record<string, string> | false) : false;
           const declared = args ? Number(args.SIZE) || 0 : 0;
-          const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides }, { bytes: declared });
-          if (refusing) throw new QuotaExceeded({ quota: refusing, scope: 'project', limit: 0, current: 0, delta: 1 });
+          // A refusal decided on a kept lookup (paused, gone, a quota) is decided again on a fresh one.
+          await ingestTargets(rt).decide(rt, publicId, async (target) => {
+            if (!target || target.status === 'archived') throw new NotFound('webhook');
+            if (target.status === 'paused') throw new WebhookPaused();
+            const refusing = await ingestRefusalHint(rt, target.project, { id: target.webhookId, quotaOverrides: target.quotaOverrides }, { bytes: declared });
+            if (refusing) throw new QuotaExceeded({ quota: refusing, scope: 'project', limit: 0, current: 0, delta: 1 });
+          });
           callback();
         } catch (err) {
           callback(smtpRefusal(err));

@@ -227,8 +227,11 @@ export function createFormIngestHandler(rt: Runtime) {
       if (Number.isFinite(declared) && declared > FORM_REQUEST_BYTES) throw new PayloadTooLarge(FORM_REQUEST_BYTES);
       // The webhook as this process knows it: an unknown one is refused before the upload is read,
       // and a project that keeps no file content (Free) has its files measured, never written.
-      const { target: known } = await ingestTargets(rt).get(rt, publicId);
-      if (!known || known.status === 'archived') throw new NotFound('webhook');
+      // (Unknown or archived on a kept lookup is decided again on a fresh one.)
+      const known = await ingestTargets(rt).decide(rt, publicId, (target) => {
+        if (!target || target.status === 'archived') throw new NotFound('webhook');
+        return target;
+      });
       const keep = keepsFileContent(known.project) ? { store: fileStore(rt.config), projectId: known.projectId } : null;
 
       const receivedAt = new Date();

@@ -4,6 +4,7 @@ import { ADMIN_ACTOR, recordAudit } from './audit.ts';
 import { OVERRIDABLE_QUOTAS, projectQuotas, webhookOverrides, webhookQuotas, type OverridableQuota, type QuotaOverrides } from './quotas/limits.ts';
 import { getProject } from './service.ts';
 import type { TierQuotas } from './tiers.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -66,6 +67,7 @@ export async function setWebhookQuotaOverrides(
       await tx.webhook.update({ where: { id: webhook.id }, data: { quotaOverrides: next } });
       await recordAudit(tx, { projectId, actor, action: 'webhook.quota_overrides_updated', targetType: 'webhook', targetId: webhook.id, data: applied });
     });
+    ingestTargetsChanged(rt, { webhookId: webhook.id });
   }
   return { webhookId: webhook.id, quotaOverrides: next, effectiveQuotas: webhookQuotas(project, { quotaOverrides: next }) };
 }

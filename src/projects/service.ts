@@ -9,6 +9,7 @@ import { paginate, type PageRequest } from '../pagination/cursor.ts';
 import { ADMIN_ACTOR, recordAudit } from './audit.ts';
 import { hasFeature, requireFeature } from './gates.ts';
 import { AUTOMATION_QUOTA_NAMES, QUOTA_NAMES } from './tiers.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -56,7 +57,7 @@ export async function readProject(rt: Rt, projectId: string): Promise<Project> {
 export async function setProjectTier(rt: Rt, projectId: string, tier: string) {
   const before = await getProject(rt, projectId);
   const next = assertTier(tier);
-  return rt.db.prisma.$transaction(async (tx) => {
+  const changed = await rt.db.prisma.$transaction(async (tx) => {
     const project = await tx.project.update({
       where: { id: projectId },
       data: { tier: next, ...(hasFeature(next, 'overage') ? {} : { overageEnabled: false }) },
@@ -64,6 +65,8 @@ export async function setProjectTier(rt: Rt, projectId: string, tier: string) {
     await recordAudit(tx, { projectId, actor: ADMIN_ACTOR, action: 'project.tier_changed', targetType: 'project', targetId: projectId, data: { from: before.tier, to: next } });
     return project;
   });
+  ingestTargetsChanged(rt, { projectId });
+  return changed;
 }
 
 /**
@@ -83,11 +86,14 @@ export async function updateProject(rt: Rt, projectId: string, input: { overageE
     data.name = name;
   }
   if (Object.keys(data).length === 0) return project;
-  return rt.db.prisma.$transaction(async (tx) => {
+  const updated = await rt.db.prisma.$transaction(async (tx) => {
     const updated = await tx.project.update({ where: { id: projectId }, data });
     await recordAudit(tx, { projectId, actor, action: 'project.updated', targetType: 'project', targetId: projectId, data });
     return updated;
   });
+  // Overage is read by ingest's quota checks.
+  if (data.overageEnabled !== undefined) ingestTargetsChanged(rt, { projectId });
+  return updated;
 }
 
 /** Creates a key; the plaintext (`sk_…`) is returned here only and stored as a SHA-256 hash. */
@@ -199,9 +205,11 @@ export async function setProjectQuota(rt: Rt, projectId: string, quota: string, 
     if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidRequest('value must be a non-negative integer', 'value');
     custom[quota] = Number(value);
   }
-  return rt.db.prisma.$transaction(async (tx) => {
+  const updated = await rt.db.prisma.$transaction(async (tx) => {
     const updated = await tx.project.update({ where: { id: projectId }, data: { customQuotas: custom } });
     await recordAudit(tx, { projectId, actor: ADMIN_ACTOR, action: 'project.quota_set', targetType: 'project', targetId: projectId, data: { quota, value: custom[quota] ?? null } });
     return updated;
   });
+  ingestTargetsChanged(rt, { projectId });
+  return updated;
 }

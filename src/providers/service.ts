@@ -6,6 +6,7 @@ import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { getWebhook } from '../webhooks/get-webhook.ts';
 import { findProvider, PROVIDERS, type Provider, type ProviderPack } from './index.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -50,6 +51,7 @@ export async function setProviderConfig(rt: Rt, projectId: string, webhookId: st
       if (input[f] !== undefined && input[f] !== null) throw new InvalidRequest(`${f} is not taken when provider is null.`, f);
     }
     await rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: Prisma.DbNull } });
+    ingestTargetsChanged(rt, { webhookId });
     return view(webhookId, null);
   }
   requireFeature((await getProject(rt, projectId)).tier, 'provider_packs');
@@ -69,6 +71,7 @@ export async function setProviderConfig(rt: Rt, projectId: string, webhookId: st
   const toleranceSeconds = parseTolerance(provider, input.toleranceSeconds);
   const pack: ProviderPack = { provider: provider.id, secretEnc, toleranceSeconds };
   await rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: pack as unknown as Prisma.InputJsonValue } });
+  ingestTargetsChanged(rt, { webhookId });
   return view(webhookId, pack);
 }
 

@@ -4,6 +4,7 @@ import { inTransaction } from '../db/client.ts';
 import type { Runtime } from '../runtime.ts';
 import { removeWebhookAttemptJobs, requeueWebhookAttemptJobs } from '../deliveries/job.ts';
 import { getWebhook } from './get-webhook.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -25,6 +26,7 @@ export const TRANSITIONS: Record<LifecycleAction, { from: WebhookStatus[]; to: W
 export async function transitionWebhook(rt: Rt, projectId: string, webhookId: string, action: LifecycleAction): Promise<Webhook> {
   const { from, to } = TRANSITIONS[action];
   const result = await rt.db.prisma.webhook.updateMany({ where: { id: webhookId, projectId, status: { in: from } }, data: { status: to } });
+  if (result.count > 0) ingestTargetsChanged(rt, { webhookId });
   const webhook = await getWebhook(rt, projectId, webhookId);
   if (result.count === 0) throw new InvalidState(`Cannot ${action} a webhook that is ${webhook.status} (allowed from ${from.join(' or ')}).`);
   // Deliveries that waited while the webhook was paused or archived run now.
@@ -51,5 +53,6 @@ export async function destroyWebhook(rt: Rt, projectId: string, webhookId: strin
     if (gone.rowCount === 0) throw new InvalidState('The webhook changed state while being destroyed; it is no longer archived.');
     await client.query('DELETE FROM dlq_entries WHERE webhook_id = $1', [webhookId]);
   });
+  ingestTargetsChanged(rt, { webhookId });
   return { id: webhookId, deleted: true };
 }

@@ -6,6 +6,7 @@ import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
 import { decryptSecret, encryptSecret } from '../encryption.ts';
 import { getWebhook } from './get-webhook.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 export type SecretKind = 'ingest' | 'signing';
@@ -60,7 +61,7 @@ export async function rotateSecret(rt: Rt, projectId: string, webhookId: string,
   await getWebhook(rt, projectId, webhookId);
   const graceSeconds = parseGraceSeconds(graceSecondsRaw);
   const secret = generateWebhookSecret();
-  return rt.db.prisma.$transaction(async (tx) => {
+  const rotated = await rt.db.prisma.$transaction(async (tx) => {
     // Serialises rotations of one webhook, so versions stay consecutive and one is current.
     await tx.$queryRaw`SELECT id FROM webhooks WHERE id = ${webhookId} FOR UPDATE`;
     const now = new Date();
@@ -72,6 +73,8 @@ export async function rotateSecret(rt: Rt, projectId: string, webhookId: string,
     });
     return { webhookId, kind, version: row.version, createdAt: row.createdAt, previousExpiresAt, secret };
   });
+  ingestTargetsChanged(rt, { webhookId });
+  return rotated;
 }
 
 export type SecretState = 'current' | 'grace' | 'expired';

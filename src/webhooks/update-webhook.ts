@@ -8,6 +8,7 @@ import type { RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { requireControlFeatures, resolveControls, type Controls } from './controls.ts';
 import { requireDefaultDestinationType, webhookNameSchema, type CreateWebhookInput } from './create-webhook.ts';
 import { getWebhook } from './get-webhook.ts';
+import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -37,7 +38,7 @@ export async function updateWebhook(rt: Rt, projectId: string, webhookId: string
     dedupeWindowSeconds: current.dedupeWindowSeconds,
   });
 
-  return rt.db.prisma.$transaction(async (tx) => {
+  const updated = await rt.db.prisma.$transaction(async (tx) => {
     const hasUrl = input.url !== undefined && input.url !== null;
     const hasDestination = input.destination !== undefined && input.destination !== null;
     if (hasUrl || hasDestination) {
@@ -58,4 +59,7 @@ export async function updateWebhook(rt: Rt, projectId: string, webhookId: string
     }
     return tx.webhook.update({ where: { id: webhookId }, data: { name, ...controls, retryPolicy: controls.retryPolicy as unknown as Prisma.InputJsonValue } });
   });
+  // State, dedupe window, delay, mode, the default destination: what ingest reads.
+  ingestTargetsChanged(rt, { webhookId });
+  return updated;
 }

@@ -1,0 +1,29 @@
+/**
+ * Changes committed by this process that its own per-process caches must see before the change is
+ * answered. Other processes learn of the same changes by pub/sub (the triggers' NOTIFY); this is
+ * the synchronous, in-process half. Writers (any domain) announce; caches (ingest's lookups)
+ * listen, per database handle (one runtime's).
+ */
+
+/** A change to what ingest's webhook lookups read: one webhook's, or every webhook's of a project. */
+export type IngestTargetChange = { webhookId: string } | { projectId: string };
+
+const listeners = new WeakMap<object, Set<(change: IngestTargetChange) => void>>();
+
+/** Calls `fn` for every change announced on `db` (ingestTargetsChanged); returns the unsubscribe. */
+export function onIngestTargetsChanged(db: object, fn: (change: IngestTargetChange) => void): () => void {
+  let set = listeners.get(db);
+  if (!set) listeners.set(db, (set = new Set()));
+  set.add(fn);
+  return () => void set.delete(fn);
+}
+
+/**
+ * A management change to what ingest lookups read (a webhook's state, settings, secrets,
+ * destinations, routing, quota overrides; a project's tier or quotas) was committed by this
+ * process: its lookups are dropped now, so the next request of every channel here reads it. Call
+ * after the commit, before answering.
+ */
+export function ingestTargetsChanged(rt: { db: object }, change: IngestTargetChange): void {
+  for (const fn of listeners.get(rt.db) ?? []) fn(change);
+}
