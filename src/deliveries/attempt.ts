@@ -266,7 +266,9 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   try {
     for (let round = 0; ; round++) {
       const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
-      if (room > 0 && (round === 0 || !exhausted || drain.size) && canStart(lease, timeoutMs)) {
+      // Claims come in batches: once half the window is free (the attempts next in line are
+      // running), or for deliveries whose jobs named them.
+      if (room > 0 && (round === 0 || drain.size || (!exhausted && (room >= slots.size || pending === 0))) && canStart(lease, timeoutMs)) {
         const named = drain.take();
         const batch = await claimDeliveryBatch(db, drained, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin, lease.id).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
@@ -305,7 +307,6 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       // Claim again once attempts were answered (each answer wakes the drain), or a delivery was named meanwhile.
       await drain.woken();
       drain.sleep();
-      if (pending > window() / 2 && !drain.size) await new Promise((r) => setTimeout(r, 1));
     }
   } finally {
     // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
