@@ -80,9 +80,10 @@ describe('npm start beside other processes on one data directory', () => {
     const pgDir = path.join(dataDir, 'pg');
     const before = postmasterPid(pgDir);
     process.kill(before, 'SIGKILL');
-    await waitStatus(port, '/readyz', 503, 5_000, server);
-    const back = await waitStatus(port, '/readyz', 200, 15_000, server);
-    expect(back).toBeLessThan(15_000);
+    // The server's own word that it started the cluster again (a 503 in between may be too short
+    // to see), then ready again; bounds generous for a loaded machine.
+    for (const deadline = Date.now() + 60_000; !/stopped unexpectedly and was started again/.test(server.output()) && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+    await waitStatus(port, '/readyz', 200, 60_000, server);
     expect(postmasterPid(pgDir)).not.toBe(before);
     expect(server.output()).toMatch(/stopped unexpectedly and was started again/);
     expect(await stopProcess(server)).toBe(0);
