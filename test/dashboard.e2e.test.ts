@@ -1,5 +1,6 @@
 // The dashboard in a real browser: Debian's Chromium driven by playwright-core (no browser
-// download). Skipped, with a notice, when Chromium is not installed (`apt-get install -y chromium`).
+// download). Skipped, with a notice, when Chromium is not installed (`apt-get install -y chromium`),
+// except under CI (CI set): there a missing Chromium fails the run.
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -18,6 +19,7 @@ const OUT = 'test-results/dashboard';
 const README_IMAGES = process.env.UPDATE_README_IMAGES === '1';
 
 if (!CHROMIUM) {
+  if (process.env.CI) throw new Error('[dashboard e2e] no Chromium found, and CI is set: the browser tests must run in CI (apt-get install -y chromium, or set CHROMIUM_PATH).');
   console.warn('\n[dashboard e2e] SKIPPED: no Chromium found (apt-get install -y chromium, or set CHROMIUM_PATH).\n');
 }
 
