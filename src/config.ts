@@ -13,6 +13,12 @@ const schema = z.object({
   HOST: z.string().default('0.0.0.0'),
   PUBLIC_URL: z.string().url().optional(),
   DATABASE_URL: z.string().optional(),
+  /**
+   * The PostgreSQL server itself when DATABASE_URL goes through a transaction pooler (PgBouncer in
+   * transaction mode): migrations, LISTEN/NOTIFY, session-level advisory locks and the job runners
+   * connect here. Unset: DATABASE_URL is the server.
+   */
+  DATABASE_DIRECT_URL: z.string().optional(),
   DATA_DIR: z.string().default('./.data'),
   SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
   EMAIL_DOMAIN: z.string().default('ingest.localhost'),
