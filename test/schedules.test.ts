@@ -270,7 +270,7 @@ describe('schedules: ticks', () => {
     }
   }, 60_000);
 
-  it('a six-field every-second schedule delivers each tick once with two runners running', async () => {
+  it('a six-field every-second schedule fires each tick once and delivers it once, with two runners running', async () => {
     const receiver = await startReceiver();
     const { apiKey } = await app.project('starter');
     const wh = await createWebhook(app, apiKey, { url: `${receiver.url}/tick` });
@@ -284,9 +284,8 @@ describe('schedules: ticks', () => {
       const events = await eventsOf(s.id);
       const ticks = events.map((e) => e.headers['x-schedule-tick']);
       expect(new Set(ticks).size).toBe(ticks.length); // no tick twice
-      // Consecutive seconds: none skipped while the runners ran.
-      const secs = ticks.map((t) => Date.parse(t) / 1000).sort((x, y) => x - y);
-      for (let i = 1; i < secs.length; i++) expect(secs[i] - secs[i - 1]).toBe(1);
+      // Whole seconds (that none is skipped needs runners on time: schedules.timing.test.ts).
+      expect(ticks.every((t) => Date.parse(t) % 1000 === 0)).toBe(true);
       expect(events.every((e) => e.body.toString() === 'ping')).toBe(true);
       // Each tick's event delivered once.
       await waitFor(() => receiver.received.length >= events.length, 15_000);
