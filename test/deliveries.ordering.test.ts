@@ -61,7 +61,7 @@ describe('ordering and concurrency across two runners', () => {
     const fastIds: string[] = [];
     for (let i = 0; i < 5; i++) fastIds.push((await enqueueFixtureEvent(app.rt, fastWh)).deliveryId);
     // Every fast delivery goes out while the slow webhook's two attempts are held open.
-    const fastDone = await allSettled(apiKey, fastIds);
+    const fastDone = (await allSettled(apiKey, fastIds))!;
     expect(fastDone.map((d) => d.status)).toEqual(Array(5).fill('succeeded'));
     expect(slow.received).toHaveLength(2);
     expect(slow.inFlight).toBe(2);

@@ -1,0 +1,1 @@
+declare module 'async-exit-hook' { const hook: { unhookEvent(event: string): void }; export default hook; }
