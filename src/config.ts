@@ -66,7 +66,8 @@ const schema = z.object({
    * for half a second.
    */
   DATABASE_POOL_MIN: z.coerce.number().int().min(0).max(200).optional(),
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** How long a stop waits for in-flight requests; the whole stop is bounded at this + 3.5 s (serveUntilSignal). */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(4_000),
   CURSOR_SECRET: z.string().optional(),
   /** `off`: no quota check refuses anything (single-tenant self-hosting, benchmarking); usage is still counted. */
   QUOTA_ENFORCEMENT: z.enum(['on', 'off']).default('on'),

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { config } from './config.ts';
 import { log } from './log.ts';
@@ -12,12 +12,20 @@ function secretsKey(): Buffer {
   if (config.SECRETS_KEY) return (key = Buffer.from(config.SECRETS_KEY, 'base64'));
   const file = path.join(config.dataDir, 'secrets.key');
   if (config.DATABASE_URL) log.warn({ file }, 'SECRETS_KEY is not set; using a key file. Every process must share it: set SECRETS_KEY.');
-  if (!existsSync(file)) {
+  // An empty file is a key whose writer was killed before writing it: nothing was ever encrypted with it.
+  if (!existsSync(file) || statSync(file).size === 0) {
     mkdirSync(config.dataDir, { recursive: true });
+    // Written whole beside it, then linked into place: the first process to link wins, and no
+    // process ever sees the file half-written.
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, randomBytes(32).toString('base64'), { mode: 0o600 });
     try {
-      writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
+      if (existsSync(file) && statSync(file).size === 0) unlinkSync(file);
+      linkSync(tmp, file);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    } finally {
+      unlinkSync(tmp);
     }
   }
   key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');

@@ -1,16 +1,18 @@
 // `npm start`: everything in one process — embedded PostgreSQL when DATABASE_URL is unset,
 // migrations, HTTP + WebSocket, and a job runner.
-import { startApp } from './app.ts';
 import { migrateDatabase, resolveDatabase, serveUntilSignal } from './bootstrap.ts';
 import { config } from './config.ts';
-import { connectDatabase } from './db/client.ts';
 import { log } from './log.ts';
-import { ensureDefaultProject } from './projects/service.ts';
+
+// The service's modules load (seconds, on a busy machine) while the database starts and migrates.
+const modules = Promise.all([import('./app.ts'), import('./db/client.ts'), import('./projects/service.ts')]);
+modules.catch(() => {}); // awaited in start-up, which reports a failure
 
 const { url, embedded } = await resolveDatabase({ allowEmbedded: true, keepUp: true });
 await serveUntilSignal(
   async () => {
     await migrateDatabase(url);
+    const [{ startApp }, { connectDatabase }, { ensureDefaultProject }] = await modules;
     const db = connectDatabase(url, 2);
     const created = await ensureDefaultProject({ db }, config.DEFAULT_TIER);
     await db.close();

