@@ -32,6 +32,8 @@ async function watchKeyRevocations(rt: Runtime) {
 export interface AppOptions {
   config: Config;
   databaseUrl: string;
+  /** The server itself when `databaseUrl` goes through a transaction pooler (DATABASE_DIRECT_URL): LISTEN, session locks, the job runner. Default: databaseUrl. */
+  directUrl?: string;
   api?: boolean;
   worker?: boolean;
   /** Overrides config.PORT (0 picks a free port). */
@@ -56,11 +58,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const { config } = opts;
   // A runner holds up to WORKER_CONCURRENCY connections of the relaxed pool, plus the drain's claims and the sweeper.
   const relaxedPoolSize = opts.worker !== false ? Math.max(config.DATABASE_POOL_SIZE, config.WORKER_CONCURRENCY + 4) : config.DATABASE_POOL_SIZE;
-  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE, relaxedPoolSize, config.DATABASE_POOL_MIN ?? config.DATABASE_POOL_SIZE);
+  const db = connectDatabase(opts.databaseUrl, config.DATABASE_POOL_SIZE, relaxedPoolSize, config.DATABASE_POOL_MIN ?? config.DATABASE_POOL_SIZE, {
+    directUrl: opts.directUrl,
+    runner: opts.worker !== false,
+  });
   // Open before serving: a pool that grows under load starts PostgreSQL backends when it is busiest.
   await db.warm();
-  const pubsub = new PgPubSub(opts.databaseUrl, db.pool);
-  const workerUtils = await makeWorkerUtils({ pgPool: db.pool, logger: quietLogger });
+  // LISTEN needs a session of its own on the server; NOTIFY goes through the pool like any statement.
+  const pubsub = new PgPubSub(db.directUrl, db.pool);
+  const workerUtils = await makeWorkerUtils({ pgPool: db.direct, logger: quietLogger });
   const rt: Runtime = { config, db, pubsub, workerUtils, runners: new JobRunnerNudge(db.relaxedPool) };
 
   let http: HttpServer | undefined;

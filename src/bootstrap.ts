@@ -11,9 +11,15 @@ import { log } from './log.ts';
  * (another process of this project started it), or one started here. With `keepUp`, a cluster
  * that dies is started again; when that fails the process exits 1 (a supervisor restarts it)
  * rather than answering 503 forever. A directory that cannot be used is one line and exit 1.
+ * `directUrl`: the server itself (DATABASE_DIRECT_URL, when DATABASE_URL is a transaction pooler), for
+ * migrations, LISTEN, session locks and job runners; `url` otherwise.
  */
-export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: boolean }): Promise<{ url: string; embedded?: EmbeddedDatabase }> {
-  if (config.DATABASE_URL) return { url: config.DATABASE_URL };
+export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: boolean }): Promise<{ url: string; directUrl: string; embedded?: EmbeddedDatabase }> {
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, directUrl: config.DATABASE_DIRECT_URL || config.DATABASE_URL };
+  if (config.DATABASE_DIRECT_URL) {
+    log.fatal('DATABASE_DIRECT_URL is set without DATABASE_URL (the URL, through a pooler or not, that the service uses)');
+    process.exit(1);
+  }
   if (!opts.allowEmbedded) {
     log.fatal('DATABASE_URL is required for this process (split processes share one PostgreSQL)');
     process.exit(1);
@@ -63,7 +69,7 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
     { dir: embedded.dataDir, asked: embedded.askedDir, binaries: embedded.binDir, port: embedded.port, owner: embedded.owns(), ms: Date.now() - started },
     `${what}: data in ${embedded.dataDir}${moved ? ` (the postgres user cannot reach ${embedded.askedDir})` : ''}, binaries in ${embedded.binDir}`,
   );
-  return { url, embedded };
+  return { url, directUrl: url, embedded };
 }
 
 /** Migrates, first waiting for a database that cannot be reached yet (restarting, or starting beside this process). */

@@ -28,11 +28,11 @@ function usage(): never {
 const [group, command, ...rest] = positionals;
 if (!group || !command) usage();
 
-const { url, embedded } = await resolveDatabase({ allowEmbedded: true });
-const db = connectDatabase(url, 2);
+const { url, directUrl, embedded } = await resolveDatabase({ allowEmbedded: true });
+const db = connectDatabase(url, 2, 2, 0, { directUrl, runner: false });
 const rt = { db };
 try {
-  await migrateDatabase(url);
+  await migrateDatabase(directUrl);
   let out: unknown;
   const key = `${group} ${command}`;
   if (key === 'project create') {

@@ -8,19 +8,19 @@ import { log } from './log.ts';
 const modules = Promise.all([import('./app.ts'), import('./db/client.ts'), import('./projects/service.ts')]);
 modules.catch(() => {}); // awaited in start-up, which reports a failure
 
-const { url, embedded } = await resolveDatabase({ allowEmbedded: true, keepUp: true });
+const { url, directUrl, embedded } = await resolveDatabase({ allowEmbedded: true, keepUp: true });
 await serveUntilSignal(
   async () => {
-    await migrateDatabase(url);
+    await migrateDatabase(directUrl);
     const [{ startApp }, { connectDatabase }, { ensureDefaultProject }] = await modules;
-    const db = connectDatabase(url, 2);
+    const db = connectDatabase(url, 2, 2, 0, { directUrl });
     const created = await ensureDefaultProject({ db }, config.DEFAULT_TIER);
     await db.close();
     if (created) {
       log.info({ projectId: created.projectId }, 'created project "default"');
       process.stdout.write(`\nProject "default" created. Its API key (shown once):\n\n  ${created.secret}\n\n`);
     }
-    return startApp({ config, databaseUrl: url });
+    return startApp({ config, databaseUrl: url, directUrl });
   },
   async () => {
     await embedded?.stop();

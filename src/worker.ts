@@ -3,8 +3,10 @@ import { startApp } from './app.ts';
 import { migrateDatabase, resolveDatabase, serveUntilSignal } from './bootstrap.ts';
 import { config } from './config.ts';
 
-const { url } = await resolveDatabase({ allowEmbedded: false });
+// A runner works on the server itself (DATABASE_DIRECT_URL when DATABASE_URL is a pooler): it LISTENs,
+// holds session locks, and graphile-worker prepares its statements.
+const { directUrl } = await resolveDatabase({ allowEmbedded: false });
 await serveUntilSignal(async () => {
-  await migrateDatabase(url);
-  return startApp({ config, databaseUrl: url, api: false });
+  await migrateDatabase(directUrl);
+  return startApp({ config, databaseUrl: directUrl, api: false });
 });

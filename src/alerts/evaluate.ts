@@ -103,7 +103,8 @@ export interface EvaluationReport {
 export async function evaluateAlerts(rt: Pick<Runtime, 'db' | 'config'>): Promise<EvaluationReport> {
   const report: EvaluationReport = { ran: false, evaluated: 0, fired: 0, resolved: 0 };
   const db = rt.db.pool;
-  const lock = await db.connect();
+  // A session-level lock held across statements: on the server itself, never through a pooler.
+  const lock = await rt.db.direct.connect();
   try {
     const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [LOCK_KEY]);
     if (!rows[0].ok) return report;

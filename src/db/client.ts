@@ -22,7 +22,17 @@ export interface Database {
    * at least once). Never for accepting events.
    */
   relaxedPool: pg.Pool;
+  /**
+   * Connections to the server itself (DATABASE_DIRECT_URL), for what a transaction pooler cannot
+   * carry: session-level advisory locks held across statements, and graphile-worker's own
+   * utilities. The same pool as `pool` when there is no pooler; else small and opened on demand.
+   */
+  direct: pg.Pool;
   url: string;
+  /** The server itself: `url` unless a pooler sits in it. */
+  directUrl: string;
+  /** Whether `url` goes through a transaction pooler (a `directUrl` that differs). */
+  pooled: boolean;
   /** Opens the connections each pool keeps (its `min`), all at once; resolves when they are open (failures are left to later queries). */
   warm(): Promise<void>;
   close(): Promise<void>;
@@ -37,40 +47,94 @@ export interface Database {
 const IDLE_TIMEOUT_MS = 5 * 60_000;
 
 /**
+ * A connection through a transaction pooler (PgBouncer in transaction mode, 1.18 and later):
+ * consecutive transactions of one client may run on different server connections, so nothing
+ * may outlive a transaction. Two things pg would otherwise do are changed here, once for every
+ * query of the process (Prisma's included):
+ * - named prepared statements (`query({ name, ... })`) are sent unnamed: a statement prepared on
+ *   one server connection is unknown on the next (PgBouncer before 1.21 does not track them);
+ *   the unnamed extended protocol is parsed and run in one go, so it needs nothing kept;
+ * - the time zone goes as the `TimeZone` startup parameter, which PgBouncer tracks and sets on
+ *   every server connection it lends this client, instead of `options` (which it refuses).
+ */
+class PoolerClient extends pg.Client {}
+const base = pg.Client.prototype as unknown as { query(...args: unknown[]): unknown; getStartupConf(): Record<string, string> };
+Object.assign(PoolerClient.prototype, {
+  getStartupConf(this: typeof base) {
+    return { ...base.getStartupConf.call(this), TimeZone: 'UTC' };
+  },
+  query(this: typeof base, config: unknown, ...rest: unknown[]) {
+    // Query objects (`submit`) are passed on as they are; none here is named.
+    if (config && typeof config === 'object' && 'name' in config && typeof (config as { submit?: unknown }).submit !== 'function') {
+      const { name: _name, ...unnamed } = config as { name?: string };
+      return base.query.call(this, unnamed, ...rest);
+    }
+    return base.query.call(this, config, ...rest);
+  },
+});
+
+export interface ConnectOptions {
+  /** The server itself when `url` goes through a transaction pooler (DATABASE_DIRECT_URL); default: `url`. */
+  directUrl?: string;
+  /**
+   * Whether this process runs a job runner (default true). A runner's relaxed pool connects to the
+   * server directly; an API-only process behind a pooler sends its few relaxed statements (runner
+   * wake-ups) through the pooler as ordinary ones, whose commits wait for the disk.
+   */
+  runner?: boolean;
+}
+
+/**
  * `relaxedPoolSize`: the relaxed pool also carries a job runner's own bookkeeping, so a process
  * that runs one sizes it to the runner's concurrency (graphile-worker warns below that).
  */
-export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = poolSize, keepOpen = 0): Database {
+export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = poolSize, keepOpen = 0, opts: ConnectOptions = {}): Database {
+  const directUrl = opts.directUrl || url;
+  const pooled = directUrl !== url;
+  const quiet = (p: pg.Pool) => {
+    // Connection errors surface on the next query; these handlers keep them from crashing the process.
+    p.on('error', () => {});
+    p.on('connect', (client) => client.on('error', () => {}));
+    return p;
+  };
   // Timestamps are stored as UTC wall time (Prisma's `timestamp(3)`); every session speaks UTC.
   // `min`: the connections a pool keeps open however long they idle (opened by `warm`).
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, min: Math.min(keepOpen, poolSize), idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' });
-  // Connection errors surface on the next query; these handlers keep them from crashing the process.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  const relaxedPool = new pg.Pool({
-    connectionString: url,
-    max: relaxedPoolSize,
-    min: Math.min(keepOpen, relaxedPoolSize),
-    idleTimeoutMillis: IDLE_TIMEOUT_MS,
-    options: '-c TimeZone=UTC -c synchronous_commit=off',
-  });
-  relaxedPool.on('error', () => {});
-  relaxedPool.on('connect', (client) => client.on('error', () => {}));
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, options: '-c TimeZone=UTC' }) });
+  const session = (extra: string): pg.PoolConfig => (pooled ? { Client: PoolerClient } : { options: `-c TimeZone=UTC${extra}` });
+  const poolConfig: pg.PoolConfig = { connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, ...session('') };
+  const pool = quiet(new pg.Pool({ ...poolConfig, min: Math.min(keepOpen, poolSize) }));
+  const relaxedOnDirect = !pooled || opts.runner !== false;
+  const relaxedPool = relaxedOnDirect
+    ? quiet(
+        new pg.Pool({
+          connectionString: directUrl,
+          max: relaxedPoolSize,
+          min: Math.min(keepOpen, relaxedPoolSize),
+          idleTimeoutMillis: IDLE_TIMEOUT_MS,
+          options: '-c TimeZone=UTC -c synchronous_commit=off',
+        }),
+      )
+    : pool;
+  // Behind a pooler, the session-level locks and graphile-worker's utilities: a few connections, opened when needed.
+  const direct = pooled ? quiet(new pg.Pool({ connectionString: directUrl, max: 4, idleTimeoutMillis: 30_000, options: '-c TimeZone=UTC' })) : pool;
+  const prisma = new PrismaClient({ adapter: new PrismaPg(poolConfig) });
+  const pools = [...new Set([pool, relaxedPool, direct])];
   return {
     prisma,
     pool,
     relaxedPool,
+    direct,
     url,
+    directUrl,
+    pooled,
     async warm() {
       const open = async (p: pg.Pool, n: number) => {
         const clients = await Promise.all(Array.from({ length: n }, () => p.connect().catch(() => null)));
         for (const c of clients) c?.release();
       };
-      await Promise.all([open(pool, Math.min(keepOpen, poolSize)), open(relaxedPool, Math.min(keepOpen, relaxedPoolSize))]);
+      await Promise.all([open(pool, Math.min(keepOpen, poolSize)), relaxedPool !== pool && open(relaxedPool, Math.min(keepOpen, relaxedPoolSize))]);
     },
     async close() {
-      await Promise.allSettled([prisma.$disconnect(), pool.end(), relaxedPool.end()]);
+      await Promise.allSettled([prisma.$disconnect(), ...pools.map((p) => p.end())]);
     },
   };
 }

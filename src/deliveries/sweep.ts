@@ -14,7 +14,8 @@ const SWEEP_LOCK = 727_003;
  * Duplicate jobs are harmless: the claim lets only one attempt through.
  */
 export async function sweepDeliveries(rt: Runtime): Promise<number> {
-  const client = await rt.db.pool.connect();
+  // A session-level lock held across statements: on the server itself, never through a pooler.
+  const client = await rt.db.direct.connect();
   try {
     const { rows: lock } = await client.query('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
     if (!lock[0].ok) return 0;

@@ -144,7 +144,8 @@ async function sendDrainNow(rt: Pick<Runtime, 'db' | 'config'>, client: Outbound
  * Only drains whose outbox id span passes the limit are counted (two index look-ups each).
  */
 export async function planDrainSends(rt: Pick<Runtime, 'db' | 'config'>): Promise<{ planned: number; dropped: number }> {
-  const client = await rt.db.pool.connect();
+  // A session-level lock held across statements: on the server itself, never through a pooler.
+  const client = await rt.db.direct.connect();
   try {
     const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SCHEDULE_LOCK]);
     if (!lock[0].ok) return { planned: 0, dropped: 0 };

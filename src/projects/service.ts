@@ -180,7 +180,8 @@ export async function authenticate(rt: Rt, authorization: string | undefined | n
 
 /** On an empty database, creates the `default` project and returns its key (printed once by the caller). */
 export async function ensureDefaultProject(rt: Rt, tier: Tier): Promise<{ projectId: string; secret: string } | null> {
-  const client = await rt.db.pool.connect();
+  // A session-level lock held across statements: on the server itself, never through a pooler.
+  const client = await rt.db.direct.connect();
   try {
     await client.query('SELECT pg_advisory_lock(727002)');
     const { rows } = await client.query('SELECT 1 FROM projects LIMIT 1');

@@ -98,7 +98,8 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Par
     rollupsDeleted: 0,
     complete: true,
   };
-  const lock = await rt.db.pool.connect();
+  // A session-level lock held across statements: on the server itself, never through a pooler.
+  const lock = await rt.db.direct.connect();
   try {
     const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [LOCK_KEY]);
     if (!rows[0].ok) return report;
