@@ -110,6 +110,11 @@ class Drain {
     this.wakeUp = null;
   }
 
+  /** Named deliveries a claim left out (it took as many as it had room for): the next claim names them again. */
+  putBack(ids: string[]): void {
+    for (const id of ids) if (!this.waiting.has(id)) this.waiting.set(id, () => {});
+  }
+
   /** The named deliveries, and the release of their jobs once a claim took them up. */
   take(): { ids: string[]; release(): void } {
     const taken = this.waiting;
@@ -137,6 +142,15 @@ class Slots {
     const next = this.used <= this.size ? this.queue.shift() : undefined;
     if (next) next();
     else this.used--;
+  }
+
+  /** The lease is lost: no slot is left, and the attempts waiting for one go on (to find they cannot start). */
+  abandon(): void {
+    this.size = 0;
+    for (const next of this.queue.splice(0)) {
+      this.used++;
+      next();
+    }
   }
 }
 
@@ -258,7 +272,8 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   const renewal = setInterval(() => {
     renewing ??= renewSlotLease(db, lease)
       .then((kept) => {
-        if (kept < slots.size) slots.size = kept;
+        if (kept === 0) slots.abandon();
+        else if (kept < slots.size) slots.size = kept;
       })
       .catch((err) => log.warn({ err }, 'could not renew a slot lease'))
       .finally(() => (renewing = null));
@@ -270,7 +285,8 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       // running), or for deliveries whose jobs named them.
       if (room > 0 && (round === 0 || drain.size || (!exhausted && (room >= slots.size || pending === 0))) && canStart(lease, timeoutMs)) {
         const named = drain.take();
-        const batch = await claimDeliveryBatch(db, drained, round === 0 ? [deliveryId, ...named.ids] : named.ids, room, margin, lease.id).finally(named.release);
+        const asked = round === 0 ? [deliveryId, ...named.ids] : named.ids;
+        const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
         if (batch.kind === 'single') {
           // Switched to strict FIFO or throttling: each delivery goes its own way, with its own job.
@@ -289,6 +305,11 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
         for (const claim of batch.claims) start(claim, published);
         exhausted = batch.claims.length < room;
+        if (!exhausted && asked.length > 0) {
+          // Full: named deliveries it had no room for are named again (their jobs are done).
+          const seen = new Set([...batch.claims.map((c) => c.row.id as string), ...batch.lost, ...batch.notDue.map((n) => n.id)]);
+          drain.putBack(asked.filter((id) => !seen.has(id)));
+        }
         drain.roomLeft = pending < window();
       }
       if (Date.now() > deadline || signal?.aborted || lease.slots === 0) {
@@ -309,6 +330,9 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       drain.sleep();
     }
   } finally {
+    // A lost lease: a new drain (under a new lease) takes the webhook's next jobs at once, while
+    // this one waits for its attempts under way.
+    if (lease.slots === 0) stopDraining();
     // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
     // back. The drain stays registered meanwhile, so that this runner's next jobs of the webhook
     // join it (and are handed on below) rather than find its slots still leased.
@@ -331,12 +355,12 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   }
 }
 
-/** Re-queues the jobs of those of `ids` still waiting for an attempt (not claimed meanwhile by another drain). */
+/** Re-queues the jobs of those of `ids` still waiting for an attempt (not claimed meanwhile by another drain), or whose attempt was lost with its runner. */
 async function requeueWaiting(db: pg.Pool, ids: string[], runAt: Date): Promise<void> {
   await db.query({
     name: 'requeue_waiting_deliveries',
     text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM deliveries
-            WHERE id = ANY($1::text[]) AND status IN ('queued', 'retrying', 'scheduled')`,
+            WHERE id = ANY($1::text[]) AND (status IN ('queued', 'retrying', 'scheduled') OR (status = 'delivering' AND lease_until < now()))`,
     values: [ids, ATTEMPT_TASK, runAt],
   });
 }

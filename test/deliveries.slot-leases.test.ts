@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/ids.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
+import { gate, startReceiver } from './support/receiver.ts';
+
+// maxInFlight as slot leases (src/deliveries/slot-lease.ts): a drain leases a block of its
+// webhook's slots and hands them from attempt to attempt in memory. One job runner here; the
+// ordering tests cover two.
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({ worker: true });
+});
+afterAll(async () => {
+  await app?.stop();
+});
+
+const count = async (sql: string, params: unknown[]) => (await app.rt.db.pool.query(sql, params)).rows[0].n as number;
+const succeeded = (webhookId: string) => count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [webhookId]);
+const leases = (webhookId: string) => count(`SELECT count(*)::int AS n FROM webhook_slot_leases WHERE webhook_id = $1`, [webhookId]);
+
+describe('slot leases', () => {
+  it('a drain holds one lease of the free slots while it runs, no webhook row write per delivery, and gives the lease back when it ends', async () => {
+    const open = gate();
+    const receiver = await startReceiver(() => ({ status: 200, until: open.opened }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3 });
+    for (let i = 0; i < 12; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
+    // Three requests held open at the receiver: the drain's three leased slots are all in use.
+    await waitFor(() => receiver.inFlight === 3 || null, 10_000);
+    const { rows } = await app.rt.db.pool.query(`SELECT slots FROM webhook_slot_leases WHERE webhook_id = $1 AND expires_at > now()`, [wh.id]);
+    expect(rows).toEqual([{ slots: 3 }]);
+    // The one-at-a-time counter is not used by the drain.
+    expect(await count(`SELECT in_flight AS n FROM webhooks WHERE id = $1`, [wh.id])).toBe(0);
+    open.open();
+    await waitFor(async () => (await succeeded(wh.id)) === 12 || null, 20_000);
+    expect(receiver.maxInFlight).toBe(3);
+    expect(receiver.received).toHaveLength(12);
+    await waitFor(async () => (await leases(wh.id)) === 0 || null, 10_000);
+    await receiver.close();
+  });
+
+  it("slots leased by another runner's drain are not used: the deliveries wait, then go out once that lease is gone", async () => {
+    const receiver = await startReceiver();
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2 });
+    // Another runner's drain holds both slots for a while.
+    const other = newId('lse');
+    await app.rt.db.pool.query(
+      `INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at) VALUES ($1, $2, $3, 2, now() + interval '1 hour')`,
+      [other, projectId, wh.id],
+    );
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
+    // Their jobs ran and found no free slot: they came back for later, and nothing was sent.
+    await waitFor(
+      async () => (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[]) AND attempts = 0 AND run_at > now() - interval '1 second'`, [ids.map((id) => `del:${id}`)])) === 3 || null,
+      10_000,
+    );
+    expect(receiver.received).toHaveLength(0);
+    expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1::text[]) AND status = 'queued'`, [ids])).toBe(3);
+    await app.rt.db.pool.query(`DELETE FROM webhook_slot_leases WHERE id = $1`, [other]);
+    await waitFor(async () => (await succeeded(wh.id)) === 3 || null, 10_000);
+    expect(receiver.received).toHaveLength(3);
+    await receiver.close();
+  });
+
+  it('a one-at-a-time claim counts live leases: after a switch to strict_fifo, a lease left by a drain holds the slot until it is gone', async () => {
+    const receiver = await startReceiver();
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 1, deliveryMode: 'strict_fifo' });
+    // A drain from before the switch (the webhook was parallel) still holds the one slot.
+    const holder = newId('lse');
+    await app.rt.db.pool.query(`INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at) VALUES ($1, $2, $3, 1, now() + interval '1 hour')`, [holder, projectId, wh.id]);
+    const { deliveryId } = await enqueueFixtureEvent(app.rt, wh);
+    // Its job ran, found every slot taken, and came back for later.
+    await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1 AND attempts = 0 AND run_at > now() - interval '1 second'`, [`del:${deliveryId}`])) === 1 || null, 10_000);
+    expect(receiver.received).toHaveLength(0);
+    expect(await count(`SELECT in_flight AS n FROM webhooks WHERE id = $1`, [wh.id])).toBe(0);
+    await app.rt.db.pool.query(`DELETE FROM webhook_slot_leases WHERE id = $1`, [holder]);
+    await waitFor(async () => (await succeeded(wh.id)) === 1 || null, 10_000);
+    expect(receiver.received).toHaveLength(1);
+    // The one-at-a-time slot was given back with the result.
+    expect(await count(`SELECT in_flight AS n FROM webhooks WHERE id = $1`, [wh.id])).toBe(0);
+    await receiver.close();
+  });
+
+  it('a drain whose lease is lost starts nothing more under it; every delivery still goes out exactly once', async () => {
+    const open = gate();
+    const receiver = await startReceiver((_r, n) => (n <= 2 ? { status: 200, until: open.opened } : { status: 200 }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2 });
+    for (let i = 0; i < 8; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
+    await waitFor(() => receiver.inFlight === 2 || null, 10_000);
+    // The lease runs out under the drain (as when its renewals could not reach the database).
+    await app.rt.db.pool.query(`UPDATE webhook_slot_leases SET expires_at = now() - interval '1 second' WHERE webhook_id = $1`, [wh.id]);
+    // Its next renewal (every 2 s) finds it gone: the drain starts nothing more, the claimed
+    // deliveries waiting for one of its slots go back to wait, and a new drain under a new lease
+    // sends them while the first two requests are still open.
+    await waitFor(() => receiver.received.length >= 3 || null, 15_000);
+    expect(receiver.inFlight).toBeGreaterThanOrEqual(2);
+    open.open();
+    await waitFor(async () => (await succeeded(wh.id)) === 8 || null, 20_000);
+    const ids = receiver.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(8);
+    expect(new Set(ids).size).toBe(8);
+    await waitFor(async () => (await leases(wh.id)) === 0 || null, 10_000);
+    await receiver.close();
+  });
+});
