@@ -7,14 +7,9 @@ import { chmod, cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { EmbeddedDatabaseError, isAlive, type RunAs } from './postgres-process.ts';
+import { EmbeddedDatabaseError, isAlive, type PostgresBinaries, type RunAs } from './postgres-process.ts';
 
-export interface PostgresBinaries {
-  /** The directory holding bin/, lib/ and share/ (the programs find their libraries and share files from it). */
-  dir: string;
-  initdb: string;
-  postgres: string;
-}
+export type { PostgresBinaries };
 
 /** Where copies for the `postgres` user go (beside the data directories moved there, see embedded.ts). */
 export const ROOT_PLACE = '/var/lib/relay-service';

@@ -4,7 +4,14 @@ import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chown, mkdir, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { PostgresBinaries } from './postgres-binaries.ts';
+
+/** PostgreSQL's programs, where this process may run them from (see postgres-binaries.ts). */
+export interface PostgresBinaries {
+  /** The directory holding bin/, lib/ and share/ (the programs find their libraries and share files from it). */
+  dir: string;
+  initdb: string;
+  postgres: string;
+}
 
 /** A data directory or a cluster that cannot be used, with what to do about it: one line for the operator. */
 export class EmbeddedDatabaseError extends Error {}
