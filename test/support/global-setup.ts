@@ -5,9 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import { ATTEMPT_TASK } from '../../src/deliveries/job.ts';
+import type { EmbeddedDatabase } from '../../src/db/embedded.ts';
 
 export const TEMPLATE_DB = `test_template_${process.pid}`;
 
@@ -24,6 +22,13 @@ function withDatabase(url: string, name: string) {
 }
 
 async function start(): Promise<Cluster> {
+  // Imported here, once per run: each project loads this file anew, and the service's modules
+  // (embedded.ts's process hooks) must not be evaluated twice in one process.
+  const [{ startEmbeddedPostgres }, { migrate }, { ATTEMPT_TASK }] = await Promise.all([
+    import('../../src/db/embedded.ts'),
+    import('../../src/db/migrate.ts'),
+    import('../../src/deliveries/job.ts'),
+  ]);
   const cluster: Cluster = { serverUrl: process.env.DATABASE_URL ?? '' };
   if (!cluster.serverUrl) {
     cluster.dir = await mkdtemp(path.join(os.tmpdir(), 'test-pg-'));
