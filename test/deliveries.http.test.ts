@@ -124,7 +124,7 @@ describe('HTTP delivery', () => {
     const { encryptSecret } = await import('../src/encryption.ts');
     const second = newWebhookSecret();
     await app.rt.db.prisma.webhookSecret.updateMany({ where: { webhookId: wh.id, kind: 'signing' }, data: { expiresAt: new Date(Date.now() + 60_000) } });
-    await app.rt.db.prisma.webhookSecret.create({ data: { id: `whs_${Date.now()}`, webhookId: wh.id, kind: 'signing', version: 2, secretEnc: encryptSecret(second) } });
+    await app.rt.db.prisma.webhookSecret.create({ data: { id: `whs_${Date.now()}`, projectId, webhookId: wh.id, kind: 'signing', version: 2, secretEnc: encryptSecret(second) } });
     const { deliveryId } = await enqueueFixtureEvent(app.rt, wh);
     await settled(apiKey, deliveryId);
     const r = receiver.received[0];

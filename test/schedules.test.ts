@@ -201,7 +201,7 @@ describe('schedules: ticks', () => {
     const { apiKey } = await app.project('starter');
     const wh = await createWebhook(app, apiKey);
     const s = (await app.api(apiKey, 'POST', base(wh.id), { cron: '* * * * *' })).body;
-    await app.rt.db.pool.query(`INSERT INTO retention_cursors (webhook_id, kind, last_id) VALUES ($1, 'payload', 'evt_0')`, [wh.id]);
+    await app.rt.db.pool.query(`INSERT INTO retention_cursors (project_id, webhook_id, kind, last_id) SELECT project_id, id, 'payload', 'evt_0' FROM webhooks WHERE id = $1`, [wh.id]);
     await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/archive`);
     expect((await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/destroy`)).status).toBe(200);
     expect(await app.rt.db.pool.query(`SELECT 1 FROM schedules WHERE id = $1`, [s.id]).then((r) => r.rows)).toHaveLength(0);

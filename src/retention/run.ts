@@ -204,7 +204,7 @@ async function cursorWalk(db: pg.Pool, s: PassState, report: RetentionReport, we
   }
   if (cursor !== start) {
     await db.query(
-      `INSERT INTO retention_cursors (webhook_id, kind, last_id) VALUES ($1, $2, $3)
+      `INSERT INTO retention_cursors (project_id, webhook_id, kind, last_id) SELECT w.project_id, w.id, $2, $3 FROM webhooks w WHERE w.id = $1
        ON CONFLICT (webhook_id, kind) DO UPDATE SET last_id = excluded.last_id`,
       [webhookId, kind, cursor],
     );

@@ -88,7 +88,7 @@ export async function signIn(rt: Rt, input: { email: string; password: string; a
   const csrfToken = randomBytes(32).toString('base64url');
   // Sessions idle past their expiry are removed as new ones open (by the last_seen_at index).
   await rt.db.pool.query(`DELETE FROM dashboard_sessions WHERE last_seen_at < now() - make_interval(secs => $1)`, [SESSION_IDLE_SECONDS]);
-  await rt.db.prisma.dashboardSession.create({ data: { id: sessionId(token), userId: user.id, csrfToken } });
+  await rt.db.prisma.dashboardSession.create({ data: { id: sessionId(token), projectId: user.projectId, userId: user.id, csrfToken } });
   return { ok: true, token, csrfToken };
 }
 

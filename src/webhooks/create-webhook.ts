@@ -64,7 +64,7 @@ export async function createWebhook(rt: Rt, projectId: string, input: CreateWebh
     const webhook = await tx.webhook.create({
       data: { id: newId('wh'), projectId, publicId: newPublicId(), name, status: 'active', ...controls, retryPolicy: controls.retryPolicy as unknown as Prisma.InputJsonValue },
     });
-    const secrets = await createInitialSecrets(tx, webhook.id);
+    const secrets = await createInitialSecrets(tx, projectId, webhook.id);
     await createDefaultDestination(tx, webhook, destination);
     return { ...webhook, ...secrets };
   });

@@ -33,13 +33,13 @@ export function openSecret(sealed: string): string {
 }
 
 /** Version 1 of both secrets for a new webhook, inside the creating transaction. */
-export async function createInitialSecrets(tx: Prisma.TransactionClient, webhookId: string) {
+export async function createInitialSecrets(tx: Prisma.TransactionClient, projectId: string, webhookId: string) {
   const ingestSecret = generateWebhookSecret();
   const signingSecret = generateWebhookSecret();
   await tx.webhookSecret.createMany({
     data: [
-      { id: newId('whs'), webhookId, kind: 'ingest', version: 1, secretEnc: encryptSecret(ingestSecret) },
-      { id: newId('whs'), webhookId, kind: 'signing', version: 1, secretEnc: encryptSecret(signingSecret) },
+      { id: newId('whs'), projectId, webhookId, kind: 'ingest', version: 1, secretEnc: encryptSecret(ingestSecret) },
+      { id: newId('whs'), projectId, webhookId, kind: 'signing', version: 1, secretEnc: encryptSecret(signingSecret) },
     ],
   });
   return { ingestSecret, signingSecret };
@@ -69,7 +69,7 @@ export async function rotateSecret(rt: Rt, projectId: string, webhookId: string,
     const last = await tx.webhookSecret.findFirst({ where: { webhookId, kind }, orderBy: { version: 'desc' } });
     await tx.webhookSecret.updateMany({ where: { webhookId, kind, expiresAt: null }, data: { expiresAt: previousExpiresAt } });
     const row = await tx.webhookSecret.create({
-      data: { id: newId('whs'), webhookId, kind, version: (last?.version ?? 0) + 1, secretEnc: encryptSecret(secret), createdAt: now },
+      data: { id: newId('whs'), projectId, webhookId, kind, version: (last?.version ?? 0) + 1, secretEnc: encryptSecret(secret), createdAt: now },
     });
     return { webhookId, kind, version: row.version, createdAt: row.createdAt, previousExpiresAt, secret };
   });

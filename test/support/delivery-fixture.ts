@@ -42,8 +42,8 @@ export async function createFixtureWebhook(
       transform: (controls.transform ?? undefined) as any,
       secrets: {
         create: [
-          { id: newId('whs'), kind: 'signing', version: 1, secretEnc: encryptSecret(signingSecret) },
-          { id: newId('whs'), kind: 'ingest', version: 1, secretEnc: encryptSecret(newWebhookSecret()) },
+          { id: newId('whs'), projectId, kind: 'signing', version: 1, secretEnc: encryptSecret(signingSecret) },
+          { id: newId('whs'), projectId, kind: 'ingest', version: 1, secretEnc: encryptSecret(newWebhookSecret()) },
         ],
       },
       destinations: { create: [{ id: destination.id, projectId, name: 'default', type: 'webhook', config: destination.config, isDefault: true }] },
