@@ -132,6 +132,9 @@ describe('retention', () => {
 
   it('runs one pass at a time: a pass started while another runs does nothing (ran: false); once it ends, the next one runs', async () => {
     // A pass held inside its lock: its first look at the webhooks waits on a table lock of ours.
+    // (pg_locks shows the locks of every database of the cluster: only this file's count.)
+    const here = `database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+    const waitingOnWebhooks = async () => (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE ${here} AND locktype = 'relation' AND relation = 'webhooks'::regclass AND NOT granted`))[0].n as number;
     const blocker = await app.rt.db.pool.connect();
     let held: Promise<Awaited<ReturnType<typeof runRetention>>> | undefined;
     try {
@@ -139,12 +142,12 @@ describe('retention', () => {
       await blocker.query('LOCK TABLE webhooks IN ACCESS EXCLUSIVE MODE');
       held = runRetention(app.rt);
       // The pass holds the retention lock (727016) and waits for ours.
-      await waitFor(async () => (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 727016 AND granted`))[0].n === 1);
-      await waitFor(async () => (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'webhooks'::regclass AND NOT granted`))[0].n === 1);
+      await waitFor(async () => (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE ${here} AND locktype = 'advisory' AND objid = 727016 AND granted`))[0].n === 1);
+      await waitFor(async () => (await waitingOnWebhooks()) === 1);
       // Two more passes meanwhile: neither runs. (Had one run, it would wait on our lock too.)
       let answered = false;
       const more = Promise.all([runRetention(app.rt), runRetention(app.rt)]).finally(() => (answered = true));
-      await waitFor(async () => answered || (await q(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'webhooks'::regclass AND NOT granted`))[0].n > 1);
+      await waitFor(async () => answered || (await waitingOnWebhooks()) > 1);
       expect(answered, 'a second pass ran while one was running').toBe(true);
       expect((await more).map((r) => r.ran)).toEqual([false, false]);
     } finally {
