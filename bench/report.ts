@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { BASELINES } from './baselines/index.ts';
+import { BASELINES, FLOOR_BASELINE } from './baselines/index.ts';
 import { REPO_ROOT } from './processes.ts';
 import type { LoadSettings, Result } from './scenario.ts';
 
@@ -73,6 +73,11 @@ export function withRatio(result: Result, baseline: Result | undefined): Result 
   };
 }
 
+/** A figure's events/s as a fraction of the run's one-statement floor (`floorRatio`). */
+export function ofFloor(throughput: number, floor: Result): number {
+  return round(throughput / floor.throughput, 3);
+}
+
 function round(n: number, digits: number) {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
@@ -85,7 +90,43 @@ const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 function row(r: Result, defaults: LoadSettings): string {
   const load = r.connections !== undefined && (r.connections !== defaults.connections || r.duration !== defaults.duration) ? ` (${r.connections} conn, ${r.duration} s)` : '';
-  return `| ${cell(r.name)}${load} | ${fmtInt(r.throughput)} ${r.unit ?? 'req/s'} | ${fmtMs(r.p50Ms)} | ${fmtMs(r.p99Ms)} | ${r.baseline ?? ''} | ${fmtRatio(r.ratio)} | ${fmtRatio(r.p99Ratio)} | ${cell(r.notes ?? '')} |`;
+  return `| ${cell(r.name)}${load} | ${fmtInt(r.throughput)} ${r.unit ?? 'req/s'} | ${fmtRatio(r.floorRatio)} | ${fmtMs(r.p50Ms)} | ${fmtMs(r.p99Ms)} | ${r.baseline ?? ''} | ${fmtRatio(r.ratio)} | ${fmtRatio(r.p99Ratio)} | ${cell(r.notes ?? '')} |`;
+}
+
+const fmtCpu = (n: number | undefined) => (n === undefined ? 'n/a' : n.toFixed(2));
+
+/** Every figure measured with its CPU (bench/cpu.ts): ms per delivered event, the service and PostgreSQL apart. */
+function cpuTable(report: Report): string[] {
+  const rows = report.scenarios.flatMap((sc) => (sc.status === 'ok' ? sc.results.filter((r) => r.cpu) : []));
+  if (rows.length === 0) return [];
+  return [
+    '## CPU per delivered event',
+    '',
+    'CPU time (utime + stime from /proc, in clock ticks) of the service\'s processes and of every PostgreSQL process of the cluster (the postmaster and all its children: ' +
+      'backends, WAL writer, checkpointer, autovacuum), read before and after the phase and divided by the events delivered in it. ' +
+      'A drain counts the job runner and the idle API instance (delivery alone); burst, steady and sweep phases count ingest and delivery of each event. ' +
+      'The run\'s other processes (an idle shared service, the load generator) are not counted on the service\'s side; their queries are on PostgreSQL\'s.',
+    '',
+    '| Figure | events | seconds | service CPU ms/event | PostgreSQL CPU ms/event | service + PostgreSQL | service cores | PostgreSQL cores |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => {
+      const c = r.cpu!;
+      const total = c.serviceMsPerEvent !== undefined && c.postgresMsPerEvent !== undefined ? c.serviceMsPerEvent + c.postgresMsPerEvent : undefined;
+      return `| ${cell(r.name)} | ${fmtInt(c.events)} | ${c.seconds} | ${fmtCpu(c.serviceMsPerEvent)} | ${fmtCpu(c.postgresMsPerEvent)} | ${fmtCpu(total)} | ${fmtCpu(c.serviceCores)} | ${fmtCpu(c.postgresCores)} |`;
+    }),
+    '',
+  ];
+}
+
+/** The floor every "vs floor" figure is divided by, when the run measured it. */
+function floorLine(report: Report): string[] {
+  const floor = report.baselines.find((b) => b.name === `baseline:${FLOOR_BASELINE}` && b.connections === report.settings.connections && b.duration === report.settings.duration);
+  if (!floor) return [];
+  return [
+    `One-statement floor (baseline:${FLOOR_BASELINE}: bare node:http + pg writing the event, its delivery and its job in one statement) of this run: ` +
+      `**${fmtInt(floor.throughput)} events/s** (p99 ${fmtMs(floor.p99Ms)} ms). "vs floor" divides a figure's events/s by it.`,
+    '',
+  ];
 }
 
 export function renderMarkdown(report: Report): string {
@@ -99,13 +140,16 @@ export function renderMarkdown(report: Report): string {
     `Machine: ${m.cores} cores (${m.cpu}), ${m.memoryGb} GB RAM, ${m.os}; Node ${m.node}; PostgreSQL ${m.postgres}. ` +
       `Load average when the run started: ${m.loadAverage.join(', ')}. Service, baselines, load generator and PostgreSQL share this machine.`,
     '',
-    '| Figure | Throughput | p50 ms | p99 ms | Baseline | Throughput vs baseline | p99 vs baseline | Notes |',
-    '|---|---:|---:|---:|---|---:|---:|---|',
+    ...floorLine(report),
+    '| Figure | Throughput | vs floor | p50 ms | p99 ms | Baseline | Throughput vs baseline | p99 vs baseline | Notes |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---|',
     ...report.baselines.map((r) => row(r, s)),
-    ...report.scenarios.flatMap((sc) => (sc.status === 'ok' ? sc.results.map((r) => row(r, s)) : [`| ${sc.name} | failed | | | | | | ${cell(sc.error ?? '')} |`])),
+    ...report.scenarios.flatMap((sc) => (sc.status === 'ok' ? sc.results.map((r) => row(r, s)) : [`| ${sc.name} | failed | | | | | | | ${cell(sc.error ?? '')} |`])),
     '',
-    'Latencies have autocannon\'s 1 ms resolution. "vs baseline": the figure divided by the baseline\'s (throughput: higher is better; p99: lower is better).',
+    'Latencies have autocannon\'s 1 ms resolution. "vs baseline": the figure divided by the baseline\'s (throughput: higher is better; p99: lower is better). ' +
+      '"vs floor": the figure\'s events/s divided by the one-statement floor\'s (baseline:ingest) of this run; for a steady rate, the fraction of the floor it was sent at.',
     '',
+    ...cpuTable(report),
     ...report.scenarios.flatMap((sc) => (sc.status === 'ok' && sc.sections?.length ? [`## ${sc.name}`, '', ...sc.sections, ''] : [])),
     '## What each figure measures',
     '',

@@ -2,7 +2,8 @@
 // load from separate autocannon processes, one report (bench/results/) and its table on stdout.
 import os from 'node:os';
 import path from 'node:path';
-import { BASELINES, BaselineRuns } from './baselines/index.ts';
+import { BASELINES, BaselineRuns, FLOOR_BASELINE } from './baselines/index.ts';
+import { findPostmaster } from './cpu.ts';
 import { leaveSignalsToTheHarness, provisionDatabase, withTimeout, type BenchDatabase } from './database.ts';
 import { runAutocannon } from './load/autocannon.ts';
 import { parseOptions, USAGE, type BenchOptions } from './options.ts';
@@ -92,7 +93,7 @@ function resumeSharedService(): void {
   }
 }
 
-async function runScenario(scenario: Scenario, baselines: BaselineRuns, project: { projectId: string; apiKey: string }, earlier: Result[]): Promise<ScenarioReport> {
+async function runScenario(scenario: Scenario, baselines: BaselineRuns, project: { projectId: string; apiKey: string }, earlier: Result[], postmasterPid: number | undefined): Promise<ScenarioReport> {
   const started = Date.now();
   const timeoutMs = typeof scenario.timeoutMs === 'function' ? scenario.timeoutMs(settings) : (scenario.timeoutMs ?? defaultTimeoutMs);
   const signal = AbortSignal.any([interrupted.signal, AbortSignal.timeout(timeoutMs)]);
@@ -103,10 +104,14 @@ async function runScenario(scenario: Scenario, baselines: BaselineRuns, project:
     apiKey: project.apiKey,
     projectId: project.projectId,
     databaseUrl: database!.url,
+    servicePid: service!.pid,
+    postmasterPid,
     settings,
     sweep: options.sweep,
+    burstEvents: options.burstEvents,
     autocannon: (o) => runAutocannon({ ...o, url: o.url ?? service!.url }, settings, signal),
     baseline: (name, s) => baselines.get(name, s, signal),
+    floor: () => baselines.get(FLOOR_BASELINE, {}, signal),
     runLoadProcess: (script, input, o) => runLoadProcess(script, input, { timeoutMs: o?.timeoutMs ?? timeoutMs, signal }),
     signal,
     addSection: (markdown) => sections.push(markdown),
@@ -159,9 +164,12 @@ try {
   const project = await createBenchProject(database.url);
   log(`project ${project.projectId} (enterprise)`);
 
-  // Both bare baselines, always, before the service exists, with the run's settings.
+  // The three bare baselines, always, before the service exists, with the run's settings; `ingest`
+  // is the one-statement floor the delivery and sweep figures are given as fractions of.
   const baselines = new BaselineRuns(database.url, settings, log);
-  for (const b of ['insert', 'read']) await withTimeout(baselines.get(b, {}, interrupted.signal), defaultTimeoutMs, `baseline ${b}`);
+  for (const b of ['insert', 'read', FLOOR_BASELINE]) await withTimeout(baselines.get(b, {}, interrupted.signal), defaultTimeoutMs, `baseline ${b}`);
+  const postmasterPid = await findPostmaster(database.url);
+  log(postmasterPid ? `PostgreSQL's postmaster: pid ${postmasterPid} (CPU per event counts it and its children)` : 'PostgreSQL runs where /proc does not show it: no PostgreSQL CPU figures');
 
   const started = Date.now();
   const profileDir = options.cpuProf ? path.join(RESULTS_DIR, 'profiles') : undefined;
@@ -173,7 +181,7 @@ try {
   for (const scenario of scenarios) {
     if (interrupted.signal.aborted) break;
     log(`scenario ${scenario.name}`);
-    const r = await runScenario(scenario, baselines, project, reports.flatMap((x) => x.results));
+    const r = await runScenario(scenario, baselines, project, reports.flatMap((x) => x.results), postmasterPid);
     if (r.status === 'failed') {
       exitCode = 1;
       log(`scenario ${scenario.name} failed: ${r.error}`);

@@ -1,4 +1,5 @@
 // The contract between the harness (bench/run.ts) and the scenario files (bench/scenarios/*.ts).
+import type { CpuPerEvent } from './cpu.ts';
 import type { SweepSettings } from './options.ts';
 
 /** Load settings shared by a scenario and the baseline it is compared with. */
@@ -58,6 +59,10 @@ export interface Result {
   ratio?: number;
   /** p99 / baseline p99; filled in by the harness when left out. */
   p99Ratio?: number;
+  /** throughput / the run's one-statement floor (ScenarioContext.floor()), for figures measured against it. */
+  floorRatio?: number;
+  /** CPU per delivered event over the figure's phase, the service and PostgreSQL apart (bench/cpu.ts). */
+  cpu?: CpuPerEvent;
   /** Settings the figure was measured with; the baseline is measured with the same ones. */
   connections?: number;
   duration?: number;
@@ -77,10 +82,16 @@ export interface ScenarioContext {
   projectId: string;
   /** The service's database (fresh for this run, migrated). */
   databaseUrl: string;
+  /** The service's process id (for bench/cpu.ts). */
+  servicePid: number;
+  /** The PostgreSQL cluster's postmaster when it runs on this machine (bench/cpu.ts), else undefined. */
+  postmasterPid?: number;
   /** Settings from the command line (`--connections`, `--duration`, `--warmup`). */
   settings: LoadSettings;
-  /** steady-sweep's rates and seconds per rate (`--sweep-rates`, `--sweep-seconds`). */
+  /** steady-sweep's rates (events/s or fractions of the floor) and seconds per rate (`--sweep-rates`, `--sweep-seconds`). */
   sweep: SweepSettings;
+  /** `--burst-events`: events per burst instead of the scenario's own (delivery-e2e, steady-sweep), for quick iteration. */
+  burstEvents?: number;
   /** Runs autocannon in its own process (warm-up, then the measured run). Throws when too many requests fail. */
   autocannon(options: AutocannonOptions): Promise<LoadFigures>;
   /**
@@ -88,6 +99,12 @@ export interface ScenarioContext {
    * measured with the given settings (default: the run's). Measured once per settings and cached.
    */
   baseline(name: string, settings?: Partial<LoadSettings>): Promise<Result>;
+  /**
+   * The one-statement floor of this run: baseline:ingest (bare node:http + pg writing the event,
+   * its delivery and its job in one statement) with the run's settings, measured before the
+   * service started. Delivery and sweep figures are given as fractions of it (`floorRatio`).
+   */
+  floor(): Promise<Result>;
   /**
    * Runs a custom load generator in its own process: `script` (a .ts path, relative to the
    * repository root or absolute) receives `input` as its first IPC message and must answer

@@ -1,12 +1,24 @@
 // The benchmark harness's pure parts: its command line and how a figure is set against its baseline.
 import { describe, expect, it } from 'vitest';
-import { parseOptions } from '../bench/options.ts';
-import { renderMarkdown, withRatio, type Report } from '../bench/report.ts';
+import { cpuPerEvent } from '../bench/cpu.ts';
+import { DEFAULT_SWEEP_RATES, parseOptions, resolveRate } from '../bench/options.ts';
+import { ofFloor, renderMarkdown, withRatio, type Report } from '../bench/report.ts';
 import type { Result } from '../bench/scenario.ts';
 
 describe('bench command line', () => {
   it('defaults to 10 s, 50 connections, 2 s warm-up and every scenario', () => {
-    expect(parseOptions([])).toEqual({ settings: { duration: 10, connections: 50, warmup: 2 }, only: undefined, list: false, cpuProf: false, sweep: { rates: [50, 100, 200, 400, 800], seconds: 10 } });
+    expect(parseOptions([])).toEqual({ settings: { duration: 10, connections: 50, warmup: 2 }, only: undefined, list: false, cpuProf: false, sweep: { rates: DEFAULT_SWEEP_RATES, seconds: 10 } });
+  });
+
+  it('sweeps 5, 10, 20 and 40 % of the floor by default, and takes rates in events/s or as fractions of the floor', () => {
+    expect(DEFAULT_SWEEP_RATES).toEqual([{ ofFloor: 0.05 }, { ofFloor: 0.1 }, { ofFloor: 0.2 }, { ofFloor: 0.4 }]);
+    expect(parseOptions(['--sweep-rates', '0.1f, .2f,400']).sweep.rates).toEqual([{ ofFloor: 0.1 }, { ofFloor: 0.2 }, { perSec: 400 }]);
+    expect(resolveRate({ ofFloor: 0.1 }, 2_254), 'rounded to a whole event').toBe(225);
+    expect(resolveRate({ perSec: 400 }, 2_254)).toBe(400);
+    expect(() => parseOptions(['--sweep-rates', '0f'])).toThrow(/--sweep-rates/);
+    expect(() => parseOptions(['--sweep-rates', '2.5f'])).toThrow(/--sweep-rates/);
+    expect(() => parseOptions(['--sweep-rates', '200,abc'])).toThrow(/--sweep-rates/);
+    expect(() => parseOptions(['--sweep-rates', '0'])).toThrow(/--sweep-rates/);
   });
 
   it('profiles the service only when asked with --cpu-prof', () => {
@@ -49,9 +61,33 @@ describe('bench report', () => {
       ],
     };
     const md = renderMarkdown(report);
-    expect(md).toContain('| project-read | 500 req/s | 30 | 100 | read | 0.25× | 2.50× |  |');
-    expect(md).toContain('| baseline:read | 2,000 req/s | 10 | 40 |');
-    expect(md).toContain('| ingest | failed | | | | | | timed out after 5 ms |');
+    expect(md).toContain('| project-read | 500 req/s |  | 30 | 100 | read | 0.25× | 2.50× |  |');
+    expect(md).toContain('| baseline:read | 2,000 req/s |  | 10 | 40 |');
+    expect(md).toContain('| ingest | failed | | | | | | | timed out after 5 ms |');
     expect(md).toContain('PostgreSQL 18.4 (embedded)');
+    expect(md, 'no floor measured, no floor line').not.toContain('One-statement floor');
+    expect(md, 'no CPU measured, no CPU section').not.toContain('## CPU per delivered event');
+  });
+
+  it('gives delivery figures as fractions of the run’s one-statement floor, and their CPU per event, service and PostgreSQL apart', () => {
+    const floor: Result = { name: 'baseline:ingest', throughput: 2000, p50Ms: 20, p99Ms: 68, connections: 50, duration: 10 };
+    const cpu = cpuPerEvent({ at: 0, serviceMs: 1_000, postgresMs: 5_000 }, { at: 10_000, serviceMs: 17_000, postgresMs: 25_000 }, 10_000);
+    expect(cpu).toEqual({ events: 10_000, seconds: 10, serviceMsPerEvent: 1.6, postgresMsPerEvent: 2, serviceCores: 1.6, postgresCores: 2 });
+    expect(cpuPerEvent({ at: 0, serviceMs: 1 }, { at: 1_000, serviceMs: 2 }, 10), 'PostgreSQL not readable: left out').toMatchObject({ serviceMsPerEvent: 0.1, postgresMsPerEvent: undefined });
+    const drain: Result = { name: 'drain, defaults (maxInFlight 10)', throughput: 1500, unit: 'deliveries/s', floorRatio: ofFloor(1500, floor), p50Ms: 0, p99Ms: 0, cpu };
+    expect(drain.floorRatio).toBe(0.75);
+    const report: Report = {
+      startedAt: '2026-01-01T00:00:00.000Z',
+      elapsedS: 90,
+      settings: { duration: 10, connections: 50, warmup: 2 },
+      machine: { cores: 2, cpu: 'cpu', memoryGb: 4, os: 'Linux', node: 'v20', postgres: '18.4 (embedded)', commit: 'abc', loadAverage: [0.1, 0.2, 0.3] },
+      baselines: [floor],
+      scenarios: [{ name: 'delivery-e2e', description: 'd', status: 'ok', elapsedS: 60, results: [drain] }],
+    };
+    const md = renderMarkdown(report);
+    expect(md).toContain('of this run: **2,000 events/s**');
+    expect(md).toContain('| drain, defaults (maxInFlight 10) | 1,500 deliveries/s | 0.75× | 0 | 0 |');
+    expect(md).toContain('## CPU per delivered event');
+    expect(md).toContain('| drain, defaults (maxInFlight 10) | 10,000 | 10 | 1.60 | 2.00 | 3.60 | 1.60 | 2.00 |');
   });
 });

@@ -2,6 +2,7 @@
 // each served by its own process on the run's PostgreSQL and loaded like the scenario it is
 // compared with. A ratio of 0.5 means the service reaches half of the bare throughput.
 import { freePort } from '../../src/db/embedded.ts';
+import { createScenarioDatabase } from '../database.ts';
 import { runAutocannon } from '../load/autocannon.ts';
 import { startTsProcess, waitForHttp } from '../processes.ts';
 import type { HttpRequestSpec, LoadSettings, Result } from '../scenario.ts';
@@ -13,7 +14,15 @@ export interface BaselineDefinition {
   script: string;
   /** The request autocannon sends. */
   request: HttpRequestSpec;
+  /** Served on a fresh database of its own (dropped after), so the rows it writes never sit in the service's tables. */
+  ownDatabase?: boolean;
 }
+
+/**
+ * The one-statement floor: the baseline every delivery and sweep figure is given as a fraction of
+ * (ScenarioContext.floor()), measured with the run's settings before the service starts.
+ */
+export const FLOOR_BASELINE = 'ingest';
 
 /** ~1 KB of JSON, the size of a typical webhook event. */
 export const KILOBYTE_EVENT = JSON.stringify({
@@ -32,9 +41,10 @@ export const BASELINES: BaselineDefinition[] = [
   {
     name: 'ingest',
     description:
-      'node:http + pg: per request the inserts of HTTP ingest in one durable statement (INSERT the ~1 KB event, its delivery and its graphile-worker job, committing on its own), answered 202.',
+      'The one-statement floor. node:http + pg: per request the inserts of HTTP ingest in one durable statement (INSERT the ~1 KB event, its delivery and its graphile-worker job, committing on its own), answered 202; on a fresh database of its own.',
     script: 'bench/baselines/ingest-server.ts',
     request: { method: 'POST', path: '/events', headers: { 'content-type': 'application/json' }, body: KILOBYTE_EVENT },
+    ownDatabase: true,
   },
   {
     name: 'read',
@@ -47,6 +57,7 @@ export const BASELINES: BaselineDefinition[] = [
 /** Measures baselines on demand, once per name and settings. */
 export class BaselineRuns {
   private cache = new Map<string, Promise<Result>>();
+  private databases = 0;
 
   constructor(
     private databaseUrl: string,
@@ -77,7 +88,8 @@ export class BaselineRuns {
     const def = BASELINES.find((b) => b.name === name);
     if (!def) throw new Error(`unknown baseline "${name}" (known: ${BASELINES.map((b) => b.name).join(', ')})`);
     const port = await freePort();
-    const proc = startTsProcess(def.script, { label: `baseline ${name}`, env: { DATABASE_URL: this.databaseUrl, PORT: String(port), NODE_ENV: 'production' } });
+    const db = def.ownDatabase ? await createScenarioDatabase(this.databaseUrl, `baseline_${name}_${++this.databases}`) : undefined;
+    const proc = startTsProcess(def.script, { label: `baseline ${name}`, env: { DATABASE_URL: db?.url ?? this.databaseUrl, PORT: String(port), NODE_ENV: 'production' } });
     try {
       const url = `http://127.0.0.1:${port}`;
       await waitForHttp(`${url}/ready`, proc, 60_000);
@@ -86,6 +98,7 @@ export class BaselineRuns {
       return { name: `baseline:${name}`, ...figures };
     } finally {
       await proc.stop(5_000);
+      await db?.dispose().catch((e) => this.log(`could not drop the database of baseline ${name}: ${e.message}`));
     }
   }
 }

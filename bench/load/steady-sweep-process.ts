@@ -9,6 +9,7 @@
 // late timer of this process shows up as sender lag (reported), not as service latency.
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { cpuPerEvent, sampleCpu, type CpuPerEvent, type CpuTargets } from '../cpu.ts';
 import { serveLoadProcess } from './protocol.ts';
 import { percentile } from './receiver.ts';
 
@@ -25,7 +26,10 @@ export interface SweepInput {
   /** The rate during which GET /healthz is probed (every healthzEveryMs). */
   healthzRate: number;
   healthzEveryMs: number;
-  maxInFlight: number;
+  /** The webhook's maxInFlight; unset: created with nothing but a url (the contract's default, 10). */
+  maxInFlight?: number;
+  /** The service's processes and PostgreSQL's postmaster: their CPU is read before and after each phase. */
+  cpu?: CpuTargets;
 }
 
 export interface Figures {
@@ -51,6 +55,8 @@ export interface SweepPhase {
   /** The load process's own event-loop delay during the phase. */
   loadLoopDelayP99Ms: number;
   connectionsOpened: number;
+  /** CPU of the service and of PostgreSQL from the phase's first event until its last one arrived, per delivered event. */
+  cpu: CpuPerEvent;
 }
 
 export interface SweepRun {
@@ -203,6 +209,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
       const openedBefore = opened;
       const eld = monitorEventLoopDelay({ resolution: 5 });
       eld.enable();
+      const cpuBefore = sampleCpu(input.cpu);
       const probes: number[] = [];
       let probing = rate === input.healthzRate;
       const prober = (async () => {
@@ -216,6 +223,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
       await prober;
       eld.disable();
       await waitArrived(accepted, 20_000);
+      const cpuAfter = sampleCpu(input.cpu);
       const e2e: number[] = [];
       const slowPerSecond = Array.from({ length: Math.ceil(input.seconds) }, () => 0);
       for (let n = first; n < first + total; n++) {
@@ -237,6 +245,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
         slowPerSecond,
         loadLoopDelayP99Ms: Math.round(eld.percentile(99) / 1e4) / 100,
         connectionsOpened: opened - openedBefore,
+        cpu: cpuPerEvent(cpuBefore, cpuAfter, e2e.length),
       });
       // A phase the service could not keep up with leaves a backlog: let it drain first.
       await sleep(1_000);
