@@ -46,9 +46,10 @@ serveLoadProcess<AutomationE2eInput, AutomationE2eOutput>(async (input) => {
       return JSON.parse(text);
     };
     const automation = await call('/v1/automations', { name: 'bench-trivial', code: TRIVIAL });
+    // Both on the contract's defaults (maxInFlight 10): nothing but a name and a url.
     const hooks = {
-      plain: await call('/v1/webhooks', { name: 'bench-plain', url: `${receiver.url}/plain`, maxInFlight: 100 }),
-      automation: await call('/v1/webhooks', { name: 'bench-automation', url: `${receiver.url}/automation`, maxInFlight: 100 }),
+      plain: await call('/v1/webhooks', { name: 'bench-plain', url: `${receiver.url}/plain` }),
+      automation: await call('/v1/webhooks', { name: 'bench-automation', url: `${receiver.url}/automation` }),
     };
     await call(`/v1/webhooks/${hooks.automation.id}/transform`, { kind: 'automation', automationId: automation.id }, 'PUT');
 

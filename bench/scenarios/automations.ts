@@ -12,7 +12,7 @@ const SANDBOX_WORKERS = 2;
 const automations: Scenario = {
   name: 'automations',
   description:
-    `Two webhooks of one project, in alternated rounds in the same run (${ROUNDS} each): one plain, one whose transform is a trivial Automation ` +
+    `Two webhooks of one project, both on the contract's defaults (maxInFlight 10), in alternated rounds in the same run (${ROUNDS} each): one plain, one whose transform is a trivial Automation ` +
     `(reshapes the 1 KB event). Each round: a steady ${STEADY_RATE} events/s for ${STEADY_SECONDS} s (ingest→receiver latency), then a burst of ` +
     `${BURST.toLocaleString('en')} events (deliveries/s). Then the sandbox alone: a new pool's first run (cold start), and runs/s of a trivial ` +
     `transform through one runner's pool (${SANDBOX_WORKERS} worker threads, fresh QuickJS runtime per run). The baseline is the plain webhook.`,

@@ -18,14 +18,14 @@ const OFF = 'metrics-rollup-cost: roll-ups off';
 
 type Side = 'on' | 'off';
 
-/** One round: a backlog of BURST deliveries ingested while no runner runs, then drained by one runner with METRICS_ROLLUPS=side. */
+/** One round: a backlog of BURST deliveries (a webhook on the contract's defaults) ingested while no runner runs, then drained by one runner with METRICS_ROLLUPS=side. */
 async function round(ctx: ScenarioContext, apiUrl: string, apiKey: string, dbUrl: string, dataDir: string, env: Record<string, string>, side: Side, n: number) {
   const receiver = await startTimingReceiver();
   let worker: ReturnType<typeof startWorker> | undefined;
   try {
     await ctx.runLoadProcess<BacklogOutput>(
       'bench/load/ingest-backlog-process.ts',
-      { serviceUrl: apiUrl, apiKey, receiverUrl: receiver.url, events: BURST, connections: ctx.settings.connections, maxInFlight: 100 } satisfies BacklogInput,
+      { serviceUrl: apiUrl, apiKey, receiverUrl: receiver.url, events: BURST, connections: ctx.settings.connections } satisfies BacklogInput,
       { timeoutMs: 4 * 60_000 },
     );
     worker = startWorker(dbUrl, path.join(dataDir, `worker-${n}`), { env: { ...env, METRICS_ROLLUPS: side }, label: `job runner, METRICS_ROLLUPS=${side}` });
@@ -41,7 +41,8 @@ async function round(ctx: ScenarioContext, apiUrl: string, apiKey: string, dbUrl
 const metricsRollupCost: Scenario = {
   name: 'metrics-rollup-cost',
   description:
-    `What the per-webhook metrics roll-ups cost delivery: the engine-alone drain of delivery-e2e (${BURST.toLocaleString('en')} 1 KB events ingested while no job runner runs, ` +
+    `What the per-webhook metrics roll-ups cost delivery: the engine-alone drain of delivery-e2e (${BURST.toLocaleString('en')} 1 KB events to a webhook on the contract's defaults, ` +
+    `maxInFlight 10, ingested while no job runner runs, ` +
     `then one job runner drains them to a loopback receiver; deliveries/s from the first receipt to the last), with runners identical but for METRICS_ROLLUPS ` +
     `(on: the runner gathers each recorded result into its webhook's 60 s and 3600 s buckets, latency sketch and failure streak, written once a second; off: not). one unmeasured warm-up round, then ${ROUNDS} rounds alternated on/off, off/on, …; medians. ` +
     `cost = 1 − on/off.`,
