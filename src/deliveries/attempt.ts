@@ -342,7 +342,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     }
     clearInterval(renewal);
     await renewing;
-    await releaseSlotLease(db, lease).catch((err) => log.warn({ err }, 'could not release a slot lease; it runs out by itself'));
+    await releaseSlotLease(db, lease).catch((err) => log.warn({ err }, 'could not release a slot lease now; trying again in the background (it runs out by itself otherwise)'));
     stopDraining();
     // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them, or
     // for a webhook that turned out one-at-a-time, each its own job again.

@@ -103,9 +103,26 @@ export async function renewSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLea
   return row.slots;
 }
 
-/** Gives a lease's slots back (its drain ended, every attempt it started answered). */
+/**
+ * Gives a lease's slots back (its drain ended, every attempt it started answered). When the
+ * database cannot be reached, it keeps trying in the background until it can or the lease has run
+ * out by itself: a lease left behind would keep the webhook's slots from every other drain until
+ * it expired (its time to live is the webhook's timeout plus 10 s).
+ */
 export async function releaseSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLease): Promise<void> {
-  await db.query({ name: 'release_slot_lease', text: 'DELETE FROM webhook_slot_leases WHERE id = $1', values: [lease.id] });
+  const release = () => db.query({ name: 'release_slot_lease', text: 'DELETE FROM webhook_slot_leases WHERE id = $1', values: [lease.id] });
+  try {
+    await release();
+  } catch (err) {
+    const until = lease.validUntil;
+    const retry = (delay: number) => {
+      if (Date.now() > until) return;
+      const timer = setTimeout(() => void release().catch(() => retry(Math.min(delay * 2, 2_000))), delay);
+      timer.unref();
+    };
+    retry(100);
+    throw err;
+  }
 }
 
 /** Whether an attempt of `timeoutMs` started now ends (answered or aborted) while the lease is still ours. */
