@@ -1,5 +1,6 @@
 import type { Task } from 'graphile-worker';
-import { attemptDelivery, type DeliveryEngine } from '../src/deliveries/attempt.ts';
+import { attemptDelivery } from '../src/deliveries/batch-run.ts';
+import type { DeliveryEngine } from '../src/deliveries/engine.ts';
 
 export const deliveriesAttempt =
   (engine: DeliveryEngine): Task =>

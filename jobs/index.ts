@@ -1,5 +1,5 @@
 import type { TaskList } from 'graphile-worker';
-import type { DeliveryEngine } from '../src/deliveries/attempt.ts';
+import type { DeliveryEngine } from '../src/deliveries/engine.ts';
 import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { BULK_REPLAY_TASK } from '../src/deliveries/replay.ts';
 import type { Runtime } from '../src/runtime.ts';

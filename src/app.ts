@@ -16,7 +16,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
-import { createDeliveryEngine, type DeliveryEngine } from './deliveries/attempt.ts';
+import { createDeliveryEngine, type DeliveryEngine } from './deliveries/engine.ts';
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';

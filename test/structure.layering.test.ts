@@ -23,7 +23,7 @@ describe('layering of src/', () => {
     if (typeof output === 'string') throw new Error(output);
     const arrows = output.modules.flatMap((m) => m.dependencies.map((d) => `${m.source} → ${d.resolved}`));
     expect(arrows).toContain('src/ingest/store-event.ts → src/deliveries/job.ts');
-    expect(arrows).toContain('src/deliveries/attempt.ts → src/destinations/senders/index.ts');
+    expect(arrows).toContain('src/deliveries/engine.ts → src/destinations/senders/index.ts');
     expect(arrows.length).toBeGreaterThan(300);
   }, 60_000);
 });

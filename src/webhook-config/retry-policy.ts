@@ -80,3 +80,61 @@ export function isRetryable(p: RetryPolicy, f: FailureKind): boolean {
       return false;
   }
 }
+
+/** Longest a receiver's Retry-After may push the next attempt back. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/** A receiver's answer (or its absence), as the delivery engine's senders report it. */
+export interface AttemptAnswer {
+  statusCode?: number;
+  headers?: Record<string, string | string[] | undefined>;
+  error?: string;
+  /** Why no status code came back: a network error, a timeout, or a blocked address. */
+  failure?: 'network' | 'timeout' | 'blocked';
+}
+
+/** What an answer means for its delivery under a policy: success, a retry at nextAttemptAt, or failure (to the DLQ). */
+export interface AttemptVerdict {
+  outcome: 'succeeded' | 'retry' | 'failed';
+  error: string | null;
+  nextAttemptAt?: Date;
+  failure?: 'network' | 'timeout' | 'blocked';
+}
+
+/**
+ * Classifies attempt number `attempt`'s answer by the policy: 2xx succeeds; a redirect is not
+ * followed; a retryable failure (retryOn) with attempts left is retried after the policy's delay,
+ * or after the receiver's Retry-After on 429/503 when that is longer (at most an hour).
+ */
+export function classifyAnswer(res: AttemptAnswer, policy: RetryPolicy, attempt: number): AttemptVerdict {
+  const verdict = classifyOutcome(res, policy, attempt);
+  return res.failure ? { ...verdict, failure: res.failure } : verdict;
+}
+
+function classifyOutcome(res: AttemptAnswer, policy: RetryPolicy, attempt: number): AttemptVerdict {
+  if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) return { outcome: 'succeeded', error: null };
+  let failure: FailureKind;
+  let error: string | null = res.error ?? null;
+  if (res.failure === 'blocked') failure = { kind: 'terminal' };
+  else if (res.failure === 'timeout') failure = { kind: 'timeout' };
+  else if (res.failure === 'network') failure = { kind: 'network' };
+  else {
+    failure = { kind: 'status', status: res.statusCode! };
+    if (res.statusCode! >= 300 && res.statusCode! < 400) error = `redirect (HTTP ${res.statusCode}) not followed`;
+    else error = res.error ?? `HTTP ${res.statusCode}`;
+  }
+  if (!isRetryable(policy, failure) || attempt >= policy.maxAttempts) return { outcome: 'failed', error };
+  let delay = retryDelayMs(policy, attempt + 1);
+  const retryAfter = res.headers?.['retry-after'];
+  if (retryAfter && (res.statusCode === 429 || res.statusCode === 503)) {
+    const seconds = Number(retryAfter);
+    const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(String(retryAfter)) - Date.now();
+    if (Number.isFinite(ms) && ms > 0) delay = Math.min(Math.max(delay, ms), MAX_RETRY_AFTER_MS);
+  }
+  return { outcome: 'retry', error, nextAttemptAt: new Date(Date.now() + delay) };
+}
+
+/** A failed subrequest of an Automation is retried like a network failure, within the policy's attempts. */
+export function retryableAutomationFailure(policy: RetryPolicy, attempt: number): boolean {
+  return isRetryable(policy, { kind: 'network' }) && attempt < policy.maxAttempts;
+}

@@ -1,0 +1,267 @@
+import type pg from 'pg';
+import { log } from '../log.ts';
+import { automationRoom } from '../automations/run.ts';
+import { claimDelivery, type ClaimedDelivery } from './claim.ts';
+import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
+import { deferClaim } from './defer.ts';
+import { deliveryView } from './delivery-view.ts';
+import { Drain, Slots } from './drain.ts';
+import type { DeliveryEngine } from './engine.ts';
+import { addAttemptJobSql, ATTEMPT_TASK, requeueAttemptJob } from './job.ts';
+import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
+import { recordLostAttempt, sendTraced } from './send-attempt.ts';
+import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, type SlotLease } from './slot-lease.ts';
+
+/** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
+const DRAIN_BUDGET_MS = 5_000;
+
+
+/**
+ * How long a drain with nothing to do waits for the webhook's next job before it ends: under a
+ * steady rate the next event comes within it, and the drain (its lease) carries on rather than
+ * ending and starting again per event.
+ */
+const LINGER_MS = 25;
+
+/** When a drain found every slot of its webhook leased by other runners' drains: its deliveries' jobs run again after about this. */
+const SLOTS_BUSY_RETRY_MS = 100;
+
+/**
+ * The graphile-worker task body for one delivery's job.
+ *
+ * Parallel webhooks are drained: the first job of a webhook on this runner takes a lease on the
+ * webhook's free maxInFlight slots (slot-lease.ts) and claims its delivery with the webhook's
+ * other due deliveries in one statement. It keeps up to twice its slots claimed (the attempts
+ * running and those next in line), hands a slot from one attempt to the next the moment an
+ * answer comes, and claims more as they finish, for up to DRAIN_BUDGET_MS; results are written in
+ * batches (AttemptRecorder). Nothing per delivery updates a row the webhook's deliveries share.
+ * The webhook's other jobs on this runner name their delivery to that drain and finish once a
+ * claim took it up, and the jobs of deliveries it claimed are deleted before they run: a backlog
+ * costs a statement per batch, not several per delivery. A drain that stops with work left hands
+ * it to a new job.
+ *
+ * Strict FIFO and throttled webhooks: this delivery alone, in order and pace.
+ */
+export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string, webhookId?: string, signal?: AbortSignal): Promise<void> {
+  // This job's row is deleted once it finished.
+  engine.jobTable.noteDeleted(1);
+  const running = webhookId ? engine.drains.get(webhookId) : undefined;
+  if (running) return running.join(deliveryId);
+  const db = engine.rt.db.relaxedPool;
+  if (!webhookId) {
+    const { rows } = await db.query('SELECT webhook_id FROM deliveries WHERE id = $1', [deliveryId]);
+    if (!rows[0]) return;
+    webhookId = rows[0].webhook_id as string;
+    const other = engine.drains.get(webhookId);
+    if (other) return other.join(deliveryId);
+  }
+  const drained = webhookId;
+  // Registered before the lease and the first claim, so that the webhook's jobs starting
+  // meanwhile join it rather than each claiming on its own.
+  const drain = new Drain();
+  engine.drains.set(drained, drain);
+  const stopDraining = () => {
+    if (engine.drains.get(drained) === drain) engine.drains.delete(drained);
+  };
+  let lease: SlotLease | null = null;
+  try {
+    const grant = await acquireSlotLease(db, drained, DRAIN_MAX_IN_FLIGHT);
+    if (grant.kind === 'lease') lease = grant.lease;
+    else {
+      stopDraining();
+      const named = drain.take();
+      if (grant.kind === 'single') {
+        // Strict FIFO or throttled: each delivery goes its own way, with its own job.
+        for (const id of named.ids) await requeueAttemptJob(db, id, new Date());
+        named.release();
+        return await attemptOne(engine, deliveryId);
+      }
+      // Every slot is another runner's drain's: theirs claim these deliveries too, and should
+      // they stop first, these jobs come back.
+      if (grant.kind === 'busy') await requeueWaiting(db, [deliveryId, ...named.ids], new Date(Date.now() + SLOTS_BUSY_RETRY_MS * (1 + Math.random())));
+      named.release();
+      return;
+    }
+  } catch (err) {
+    stopDraining();
+    drain.take().release();
+    throw err;
+  }
+  await runDrain(engine, drain, lease, deliveryId, signal, stopDraining);
+}
+
+/** The drain's loop under its lease (see attemptDelivery). */
+async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, deliveryId: string, signal: AbortSignal | undefined, stopDraining: () => void): Promise<void> {
+  const db = engine.rt.db.relaxedPool;
+  const drained = lease.webhookId;
+  const margin = heldJobsMargin(engine.rt.config.WORKER_CONCURRENCY);
+  const deadline = Date.now() + DRAIN_BUDGET_MS;
+  const slots = new Slots(lease.slots);
+  /** Claimed and not answered yet: waiting for a slot, or sent. */
+  let pending = 0;
+  /** Every attempt's whole run, through its recorded result. */
+  const runs = new Set<Promise<void>>();
+  let timeoutMs = 0;
+  const window = () => Math.min(DRAIN_MAX_IN_FLIGHT, 2 * slots.size);
+  /** Runs a claimed delivery (or one being claimed: a lost attempt taken over) in one of the drain's slots. */
+  const start = (claimed: ClaimedDelivery | Promise<ClaimedDelivery | null>, published: Promise<void>) => {
+    pending++;
+    let slot = false;
+    let done = false;
+    // The attempt holds no request open any more: its slot goes to the next one at once.
+    const answer = () => {
+      if (done) return;
+      done = true;
+      pending--;
+      if (slot) slots.release();
+      drain.roomLeft = pending < window();
+      drain.wake();
+    };
+    const run = (async () => {
+      const claim = await claimed;
+      if (!claim) return;
+      await slots.acquire();
+      slot = true;
+      if (!canStart(lease, claim.webhook.timeoutMs)) await renewing;
+      if (signal?.aborted || !canStart(lease, claim.webhook.timeoutMs)) {
+        // Shutting down, or the lease could not be renewed: this one waits for another drain.
+        answer();
+        await published.catch(() => {});
+        await deferClaim(db, claim.row.id, claim.attempt, new Date());
+        return;
+      }
+      await sendTraced(engine, claim, published, answer);
+    })().finally(answer);
+    const tracked = run.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => runs.delete(tracked));
+    runs.add(tracked);
+  };
+  let handOff = false;
+  let single = false;
+  // The last claim took every due delivery it could: claim again only for deliveries named since.
+  let exhausted = false;
+  // Renewed on a timer of its own: with a slow receiver the loop may wait a whole timeout for an answer.
+  let renewing: Promise<unknown> | null = null;
+  const renewal = setInterval(() => {
+    renewing ??= renewSlotLease(db, lease)
+      .then((kept) => {
+        if (kept === 0) slots.abandon();
+        else if (kept < slots.size) slots.size = kept;
+      })
+      .catch((err) => log.warn({ err }, 'could not renew a slot lease'))
+      .finally(() => (renewing = null));
+  }, LEASE_RENEW_MS);
+  try {
+    for (let round = 0; ; round++) {
+      const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
+      // Claims come in batches: once half the window is free (the attempts next in line are
+      // running), or for deliveries whose jobs named them.
+      if (room > 0 && (round === 0 || drain.size || (!exhausted && (room >= slots.size || pending === 0))) && canStart(lease, timeoutMs)) {
+        const named = drain.take();
+        const asked = round === 0 ? [deliveryId, ...named.ids] : named.ids;
+        const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
+        if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
+        if (batch.kind === 'single') {
+          // Switched to strict FIFO or throttling: each delivery goes its own way, with its own job.
+          stopDraining();
+          single = true;
+          for (const id of named.ids) await requeueAttemptJob(db, id, new Date());
+          break;
+        }
+        engine.jobTable.noteDeleted(batch.jobsDeleted);
+        timeoutMs = batch.claims[0]?.webhook.timeoutMs ?? timeoutMs;
+        for (const id of batch.lost) start(takeOver(engine, id, lease), Promise.resolve());
+        for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);
+        // Sent while their `delivering` notifications go out; each result waits for those, so
+        // subscribers see the changes in order.
+        const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
+        published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
+        for (const claim of batch.claims) start(claim, published);
+        exhausted = batch.claims.length < room;
+        if (!exhausted && asked.length > 0) {
+          // Full: named deliveries it had no room for are named again (their jobs are done).
+          const seen = new Set([...batch.claims.map((c) => c.row.id as string), ...batch.lost, ...batch.notDue.map((n) => n.id)]);
+          drain.putBack(asked.filter((id) => !seen.has(id)));
+        }
+        drain.roomLeft = pending < window();
+      }
+      if (Date.now() > deadline || signal?.aborted || lease.slots === 0) {
+        handOff = true;
+        break;
+      }
+      if (pending === 0) {
+        if (drain.size) continue;
+        // Nothing claimed and nothing named: wait a moment for the webhook's next job before ending.
+        drain.roomLeft = true;
+        const joined = await Promise.race([drain.woken().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), LINGER_MS))]);
+        drain.sleep();
+        if (!joined && !drain.size) break;
+        continue;
+      }
+      // Claim again once attempts were answered (each answer wakes the drain), or a delivery was named meanwhile.
+      await drain.woken();
+      drain.sleep();
+    }
+  } finally {
+    // A lost lease: a new drain (under a new lease) takes the webhook's next jobs at once, while
+    // this one waits for its attempts under way.
+    if (lease.slots === 0) stopDraining();
+    // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
+    // back. The drain stays registered meanwhile, so that this runner's next jobs of the webhook
+    // join it (and are handed on below) rather than find its slots still leased.
+    while (pending > 0) {
+      await drain.woken();
+      drain.sleep();
+    }
+    clearInterval(renewal);
+    await renewing;
+    await releaseSlotLease(db, lease).catch((err) => log.warn({ err }, 'could not release a slot lease now; trying again in the background (it runs out by itself otherwise)'));
+    stopDraining();
+    // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them, or
+    // for a webhook that turned out one-at-a-time, each its own job again.
+    const left = drain.take();
+    if (left.ids.length) handOff = true;
+    await Promise.all(runs);
+    if (single) for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
+    else if (handOff) await handOffDueDeliveries(db, drained);
+    left.release();
+  }
+}
+
+/** Re-queues the jobs of those of `ids` still waiting for an attempt (not claimed meanwhile by another drain), or whose attempt was lost with its runner. */
+async function requeueWaiting(db: pg.Pool, ids: string[], runAt: Date): Promise<void> {
+  await db.query({
+    name: 'requeue_waiting_deliveries',
+    text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM deliveries
+            WHERE id = ANY($1::text[]) AND (status IN ('queued', 'retrying', 'scheduled') OR (status = 'delivering' AND lease_until < now()))`,
+    values: [ids, ATTEMPT_TASK, runAt],
+  });
+}
+
+/** deliveryUpdated for deliveries a batch claim started (the one-at-a-time claim notifies in its own statement). */
+async function publishClaimed(db: pg.Pool, claims: ClaimedDelivery[]): Promise<void> {
+  await db.query({
+    name: 'publish_claimed',
+    text: 'SELECT pg_notify($1, n) FROM json_array_elements_text($2::json) AS n',
+    values: [NOTIFY_CHANNEL, JSON.stringify(claims.map((c) => deliveryNotification(deliveryView(c.row))))],
+  });
+}
+
+/** A delivery whose attempt was lost with its runner, claimed under a drain's lease: the lost attempt is recorded first. */
+async function takeOver(engine: DeliveryEngine, deliveryId: string, lease: SlotLease): Promise<ClaimedDelivery | null> {
+  const db = engine.rt.db.relaxedPool;
+  const outcome = await claimDelivery(db, deliveryId, lease.id);
+  if (outcome.kind === 'later') await requeueAttemptJob(db, deliveryId, outcome.runAt);
+  if (outcome.kind !== 'claimed') return null;
+  if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
+  return outcome.claim;
+}
+
+/** One delivery, claimed alone: strict FIFO order, throttling, or taking over a lost attempt. */
+async function attemptOne(engine: DeliveryEngine, deliveryId: string): Promise<void> {
+  const db = engine.rt.db.relaxedPool;
+  const outcome = await claimDelivery(db, deliveryId);
+  if (outcome.kind === 'later') await requeueAttemptJob(db, deliveryId, outcome.runAt);
+  if (outcome.kind !== 'claimed') return;
+  if (outcome.claim.lostPrevious) await recordLostAttempt(engine, outcome.claim);
+  await sendTraced(engine, outcome.claim);
+}

@@ -1,0 +1,101 @@
+// A drain's bookkeeping on one runner: the deliveries its webhook's jobs name to it, and the
+// slots of its lease (slot-lease.ts) handed from attempt to attempt. The run itself: batch-run.ts.
+
+/** How long a job that named its delivery to a drain waits for the drain to take it up. */
+const JOIN_WAIT_MS = 50;
+
+/**
+ * A job draining one parallel webhook on this runner; the webhook's other jobs name their
+ * delivery to it. They wait (briefly) until a claim took their delivery up: while they hold
+ * the runner's job slots, graphile-worker does not run through the queue ahead of the drain,
+ * whose claims delete the jobs of the deliveries they take, so most jobs never run.
+ */
+export class Drain {
+  private waiting = new Map<string, () => void>();
+  private wakeUp: (() => void) | null = null;
+  /**
+   * The drain could claim more now: a delivery named now wakes it, rather than waiting for an
+   * attempt in flight to finish (which, with a slow receiver, could take the webhook's whole timeout).
+   */
+  roomLeft = false;
+
+  get size() {
+    return this.waiting.size;
+  }
+
+  join(deliveryId: string): Promise<void> {
+    const joined = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, JOIN_WAIT_MS);
+      const before = this.waiting.get(deliveryId);
+      this.waiting.set(deliveryId, () => {
+        clearTimeout(timer);
+        before?.();
+        resolve();
+      });
+    });
+    if (this.roomLeft) this.wake();
+    return joined;
+  }
+
+  /** Resolves at the next wake: a join the drain can claim at once, or an attempt answered. */
+  woken(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeUp = () => {
+        this.wakeUp = null;
+        resolve();
+      };
+    });
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  /** No join wakes the drain any more (it is waiting for nothing). */
+  sleep(): void {
+    this.wakeUp = null;
+  }
+
+  /** Named deliveries a claim left out (it took as many as it had room for): the next claim names them again. */
+  putBack(ids: string[]): void {
+    for (const id of ids) if (!this.waiting.has(id)) this.waiting.set(id, () => {});
+  }
+
+  /** The named deliveries, and the release of their jobs once a claim took them up. */
+  take(): { ids: string[]; release(): void } {
+    const taken = this.waiting;
+    this.waiting = new Map();
+    return { ids: [...taken.keys()], release: () => taken.forEach((done) => done()) };
+  }
+}
+
+/** A counting semaphore of a drain's leased slots, handed from attempt to attempt in memory. */
+export class Slots {
+  private queue: (() => void)[] = [];
+  private used = 0;
+
+  constructor(public size: number) {}
+
+  acquire(): Promise<void> {
+    if (this.used < this.size) {
+      this.used++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  release(): void {
+    const next = this.used <= this.size ? this.queue.shift() : undefined;
+    if (next) next();
+    else this.used--;
+  }
+
+  /** The lease is lost: no slot is left, and the attempts waiting for one go on (to find they cannot start). */
+  abandon(): void {
+    this.size = 0;
+    for (const next of this.queue.splice(0)) {
+      this.used++;
+      next();
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
+import { RollupWriter } from '../metrics/rollup.ts';
+import type { Runtime } from '../runtime.ts';
+import type { Drain } from './drain.ts';
+import { JobTableVacuum } from './job-table-vacuum.ts';
+import { AttemptRecorder } from './record.ts';
+
+/**
+ * One job runner's delivery engine: its drains (batch-run.ts), the senders of every destination
+ * type, the batched result writer and the metrics roll-ups. The path of one attempt: batch-run.ts
+ * claims (or claim.ts, one at a time), send-attempt.ts builds (dispatch.ts), signs, sends and
+ * classifies the answer (webhook-config/retry-policy.ts), record.ts writes the result.
+ */
+export interface DeliveryEngine {
+  rt: Runtime;
+  recorder: AttemptRecorder;
+  /** The per-webhook metrics roll-ups of recorded results (flushed once a second; undefined with METRICS_ROLLUPS=off). */
+  rollups?: RollupWriter;
+  /** The senders of every destination type (webhook, SQS, EventBridge, Pub/Sub, object storage). */
+  senders: DestinationSenders;
+  /** The drains running on this runner, by webhook (see attemptDelivery). */
+  drains: Map<string, Drain>;
+  jobTable: JobTableVacuum;
+}
+
+export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
+  const rollups = rt.config.METRICS_ROLLUPS === 'on' ? new RollupWriter(rt.db.relaxedPool) : undefined;
+  const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
+  return { rt, rollups, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rollups), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+}
