@@ -49,7 +49,7 @@ export function decryptSecret(sealed: string): string {
   return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
 }
 
-export function sha256Hex(s: string): string {
+export function sha256Hex(s: string | Buffer): string {
   return createHash('sha256').update(s).digest('hex');
 }
 

@@ -66,6 +66,35 @@ export class WebhookPaused extends DomainError {
     super(409, 'webhook_paused', 'The webhook is paused; ingest is rejected until it is resumed.');
   }
 }
+/** CONTRACT §12: an idempotency key already accepted with another body. */
+export class IdempotencyKeyReused extends DomainError {
+  constructor() {
+    super(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with another body on this webhook; use a new key for a new request.');
+  }
+}
+/** CONTRACT §12: a request with the same idempotency key has not committed yet. */
+export class IdempotencyKeyInProgress extends DomainError {
+  constructor(retryAfterSec = 1) {
+    super(409, 'idempotency_key_in_progress', 'A request with this Idempotency-Key is still being processed; retry shortly.', { retryAfterSec }, { 'retry-after': String(retryAfterSec) });
+  }
+}
+export class AlreadyExists extends DomainError {
+  constructor(message: string) {
+    super(409, 'already_exists', message);
+  }
+}
+/** CONTRACT §12: a browser form posted from an origin the webhook does not list. */
+export class OriginNotAllowed extends DomainError {
+  constructor() {
+    super(403, 'origin_not_allowed', "This origin is not in the webhook's formAllowedOrigins.");
+  }
+}
+/** CONTRACT §12: a mail whose sender the webhook's allowlist does not match; answered 250 and dropped, never shown as an error. */
+export class SenderNotAllowed extends DomainError {
+  constructor() {
+    super(403, 'sender_not_allowed', "The sender is not in the webhook's email allowlist.");
+  }
+}
 export class PayloadGone extends DomainError {
   constructor() {
     super(409, 'payload_gone', 'The retained payload needed for this operation is no longer available.');

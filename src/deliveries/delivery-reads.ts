@@ -10,6 +10,8 @@ export interface DeliveryFilters {
   webhookId?: string | null;
   status?: string | null;
   eventId?: string | null;
+  /** The producer's idempotency key (CONTRACT §12). */
+  idempotencyKey?: string | null;
   from?: string | null;
   to?: string | null;
 }
@@ -31,13 +33,14 @@ export function deliveryWhere(projectId: string, f: DeliveryFilters) {
     ...(f.webhookId ? { webhookId: f.webhookId } : {}),
     ...(f.status ? { status: f.status } : {}),
     ...(f.eventId ? { eventId: f.eventId } : {}),
+    ...(f.idempotencyKey ? { idempotencyKey: f.idempotencyKey } : {}),
     ...(from || to ? { createdAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } } : {}),
   };
 }
 
 export async function listDeliveries(rt: Rt, projectId: string, filters: DeliveryFilters, page: PageRequest) {
   const where = deliveryWhere(projectId, filters);
-  const canonical = { webhookId: filters.webhookId ?? null, status: filters.status ?? null, eventId: filters.eventId ?? null, from: filters.from ?? null, to: filters.to ?? null };
+  const canonical = { webhookId: filters.webhookId ?? null, status: filters.status ?? null, eventId: filters.eventId ?? null, ...(filters.idempotencyKey ? { idempotencyKey: filters.idempotencyKey } : {}), from: filters.from ?? null, to: filters.to ?? null };
   return paginate(page, `deliveries:${projectId}`, canonical, (after, take) =>
     rt.db.prisma.delivery.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
   );

@@ -13,6 +13,7 @@ export interface DeliveryView {
   replayOf: string | null;
   automationId: string | null;
   automationVersion: number | null;
+  idempotencyKey: string | null;
   createdAt: string;
   completedAt: string | null;
 }
@@ -64,6 +65,7 @@ export function deliveryView(row: { id: string; status: string; attempts: number
     replayOf: (g('replayOfId', 'replay_of_id') as string | null | undefined) ?? null,
     automationId: (g('automationId', 'automation_id') as string | null | undefined) ?? null,
     automationVersion: (g('automationVersion', 'automation_version') as number | null | undefined) ?? null,
+    idempotencyKey: (g('idempotencyKey', 'idempotency_key') as string | null | undefined) ?? null,
     createdAt: iso(g('createdAt', 'created_at'))!,
     completedAt: iso(g('completedAt', 'completed_at')),
   };

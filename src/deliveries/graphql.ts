@@ -37,6 +37,11 @@ export const DeliveryRef = builder.prismaObject('Delivery', {
     replayOf: t.string({ nullable: true, resolve: (d) => d.replayOfId ?? (d as { replayOf?: string | null }).replayOf ?? null }),
     automationId: t.string({ nullable: true, description: 'The Automation whose run produced the delivered payload, when the transform is one.', resolve: (d) => d.automationId ?? null }),
     automationVersion: t.int({ nullable: true, description: 'The version of that Automation that ran.', resolve: (d) => d.automationVersion ?? null }),
+    idempotencyKey: t.string({
+      nullable: true,
+      description: "The producer's Idempotency-Key (or the webhook-id of the Standard Webhooks signature that authenticated it) of the ingest that made this delivery; null when none, and for replays.",
+      resolve: (d) => d.idempotencyKey ?? null,
+    }),
     createdAt: t.field({ type: 'DateTime', resolve: (d) => d.createdAt }),
     completedAt: t.field({ type: 'DateTime', nullable: true, resolve: (d) => d.completedAt ?? null }),
   }),
@@ -127,6 +132,7 @@ const DlqExportPage = pageOf('DlqExportPage', DlqExportRowRef);
 const filterArgs = builder.args((t) => ({
   status: t.string({ required: false, description: 'Only deliveries in this status: queued, scheduled, delivering, retrying, succeeded, failed or cancelled.' }),
   eventId: t.string({ required: false, description: 'Only the deliveries of this event.' }),
+  idempotencyKey: t.string({ required: false, description: 'Only the deliveries ingested with this Idempotency-Key (or authenticating webhook-id).' }),
   from: t.string({ required: false, description: 'ISO 8601 or Unix seconds (inclusive).' }),
   to: t.string({ required: false, description: 'ISO 8601 or Unix seconds (exclusive).' }),
 }));

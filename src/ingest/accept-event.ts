@@ -18,7 +18,10 @@ import { StaleIngestTarget, storeEvent } from './store-event.ts';
 export interface AcceptedEvent {
   eventId: string;
   deliveryId: string;
-  /** `duplicate`: the provider's delivery id was accepted within the webhook's dedupe window; the ids are the original's and nothing was stored. */
+  /**
+   * `duplicate`: the idempotency key (CONTRACT §12), or the provider's delivery id (§10), was
+   * accepted within the webhook's window; the ids are the original's and nothing was stored.
+   */
   status: 'queued' | 'scheduled' | 'duplicate';
 }
 
@@ -69,9 +72,18 @@ export function routeInbound(target: IngestTarget, event: InboundEvent, provider
 /**
  * Decides, from the webhook as read inside the ingest transaction, whether the request
  * gets in (authentication 401, validation 400, state 409, in the contract's order) and
- * when its delivery runs (null: now). Throws to refuse.
+ * when its delivery runs (null: now), with the request's idempotency key. Throws to refuse. A
+ * request with a key on a paused webhook may be let through: the ingest statement answers its
+ * key first, and 409 webhook_paused after (CONTRACT §12's order).
  */
-export type Admission = (target: IngestTarget) => Date | null;
+export type Admission = (target: IngestTarget) => Date | null | Admitted;
+
+/** What an admission decided: when the delivery runs (null: now), and the producer's idempotency key, if any. */
+export interface Admitted {
+  runAt: Date | null;
+  /** CONTRACT §12: the key, and the fingerprint of "the same body" for the channel (computed only when the window is on). */
+  idempotency?: { key: string; fingerprint: () => string } | null;
+}
 
 /**
  * The inbound event, or how to build it once the webhook is known and admitted (form and email
@@ -140,7 +152,8 @@ async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSour
 
 async function acceptFor(rt: Runtime, target: IngestTarget | null, source: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
-  const runAt = admit(target);
+  const admitted = admit(target);
+  const { runAt, idempotency } = admitted === null || admitted instanceof Date ? { runAt: admitted, idempotency: null } : admitted;
   let event = 'build' in source ? source.build(target) : source;
   const secretHeader = target.providerPack && providerSecretHeader(target.providerPack);
   if (secretHeader && secretHeader in event.headers) {
@@ -157,7 +170,8 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
   const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
   const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
   const status = runAt && runAt.getTime() > Date.now() ? 'scheduled' : 'queued';
-  const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt } as const;
+  const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt, idempotencyKey: idempotency?.key ?? null } as const;
+  const windowSeconds = target.idempotencyWindowSeconds;
   let duplicateOf;
   try {
     duplicateOf = await storeEvent(
@@ -167,6 +181,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
       { project: target.project, webhook: { id: target.webhookId, quotaOverrides: target.quotaOverrides } },
       delivery,
       dedupeKey === null ? undefined : { key: dedupeKey, windowSeconds: target.dedupeWindowSeconds },
+      idempotency && windowSeconds > 0 ? { key: idempotency.key, fingerprint: idempotency.fingerprint(), windowSeconds } : undefined,
     );
   } catch (e) {
     // The webhook was deleted since the lookup.

@@ -8,7 +8,7 @@ export interface IngestTarget {
   webhookId: string;
   /** webhooks.config_version when read: the event is stored only while it is still this. */
   configVersion: number;
-  /** When the first of ingestSecrets expires (a rotation's grace period), if any: the read is good until then. */
+  /** When the first of ingestSecrets (or the provider pack's grace secrets) expires, if any: the read is good until then. */
   secretsExpireAt: Date | null;
   projectId: string;
   status: 'active' | 'paused' | 'archived';
@@ -23,6 +23,14 @@ export interface IngestTarget {
   providerPack: ProviderPack | null;
   /** Inbound deduplication window by the provider's delivery id, in seconds (0: off). */
   dedupeWindowSeconds: number;
+  /** How long idempotency keys are remembered, in seconds (0: recorded, never enforced). */
+  idempotencyWindowSeconds: number;
+  /** Form ingest's credential: the ingest secret, or none (the publicId). */
+  formAccess: 'secret' | 'public';
+  /** Origins a browser may post the form from: `*` or exact origins. */
+  formAllowedOrigins: string[];
+  /** Email senders taken (lower-cased patterns); empty: every sender. */
+  emailAllowlist: string[];
   /** The default destination and those the rules name. */
   destinations: (DestinationSnapshot & { isDefault: boolean })[];
 }
@@ -39,12 +47,17 @@ export async function findIngestTarget(db: pg.Pool | pg.PoolClient, publicId: st
     name: 'find_ingest_target',
     text: `
 SELECT w.id, w.config_version, w.project_id, w.status, w.delivery_mode, w.default_delay_seconds, w.routing, w.quota_overrides, w.provider_pack, w.dedupe_window_seconds,
+       w.idempotency_window_seconds, w.form_access, w.form_allowed_origins,
        p.tier, p.custom_quotas, p.overage_enabled,
        ARRAY(SELECT s.secret_enc FROM webhook_secrets s
               WHERE s.webhook_id = w.id AND s.kind = 'ingest' AND (s.expires_at IS NULL OR s.expires_at > now())
               ORDER BY s.version DESC) AS ingest_secrets,
+       ARRAY(SELECT s.secret_enc FROM webhook_secrets s
+              WHERE s.webhook_id = w.id AND s.kind = 'provider' AND s.expires_at > now()
+              ORDER BY s.version DESC) AS provider_grace_secrets,
        (SELECT min(s.expires_at) FROM webhook_secrets s
-         WHERE s.webhook_id = w.id AND s.kind = 'ingest' AND s.expires_at > now()) AS secrets_expire_at,
+         WHERE s.webhook_id = w.id AND s.kind IN ('ingest', 'provider') AND s.expires_at > now()) AS secrets_expire_at,
+       ARRAY(SELECT e.pattern FROM email_allowlist_entries e WHERE e.webhook_id = w.id) AS email_allowlist,
        (SELECT coalesce(json_agg(json_build_object('id', d.id, 'name', d.name, 'type', d.type, 'config', d.config, 'isDefault', d.is_default)), '[]')
           FROM destinations d
          WHERE d.webhook_id = w.id
@@ -68,8 +81,12 @@ SELECT w.id, w.config_version, w.project_id, w.status, w.delivery_mode, w.defaul
     quotaOverrides: r.quota_overrides,
     project: { id: r.project_id, tier: r.tier, customQuotas: r.custom_quotas, overageEnabled: r.overage_enabled },
     ingestSecrets: r.ingest_secrets,
-    providerPack: r.provider_pack,
+    providerPack: r.provider_pack && { ...r.provider_pack, graceSecretsEnc: r.provider_grace_secrets },
     dedupeWindowSeconds: r.dedupe_window_seconds,
+    idempotencyWindowSeconds: r.idempotency_window_seconds,
+    formAccess: r.form_access,
+    formAllowedOrigins: r.form_allowed_origins ?? ['*'],
+    emailAllowlist: r.email_allowlist,
     destinations: r.destinations,
   };
 }

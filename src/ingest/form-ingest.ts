@@ -15,8 +15,11 @@ import { hasStandardSignature } from './authenticate-producer.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { admitProducer, eventHeaders, eventQuery, INGEST_BODY_LIMIT } from './http-ingest.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
+import { IDEMPOTENCY_KEY_FIELD } from './idempotency-key.ts';
+import { sha256Hex } from '../encryption.ts';
+import { FORM_PREFLIGHT_HEADERS, formCorsHeaders } from '../webhook-config/form-origins.ts';
 
-/** Form ingest's caps (CONTRACT §7 and README "Form ingest"): all refused with 413 while streaming. */
+/** Form ingest's caps (CONTRACT §7 and docs/forms-and-email.md): all refused with 413 while streaming. */
 export const FORM_LIMITS = {
   /** One file. */
   fileBytes: 15 * 1024 * 1024,
@@ -56,6 +59,10 @@ interface ParsedForm {
   secret?: string;
   redirect?: string;
   honeypot?: string;
+  /** The `_idempotency_key` control (CONTRACT §12). */
+  idempotencyKey?: string;
+  /** Every field but the controls, in the order received: what "the same body" compares. */
+  ordered: [string, string][];
   files: ParsedFile[];
   /** The request's bytes, kept only when it carries a Standard Webhooks signature. */
   raw: Buffer;
@@ -87,7 +94,7 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
       reject(new InvalidRequest(`The form body cannot be read: ${(err as Error).message}.`));
       return;
     }
-    const form: ParsedForm = { fields: Object.create(null) as Record<string, string | string[]>, files: [], raw: Buffer.alloc(0) };
+    const form: ParsedForm = { fields: Object.create(null) as Record<string, string | string[]>, ordered: [], files: [], raw: Buffer.alloc(0) };
     const raw: Buffer[] = [];
     const keepRaw = hasStandardSignature(req.headers);
     let readBytes = 0;
@@ -126,8 +133,10 @@ function parseForm(req: IncomingMessage, keep: { store: ReturnType<typeof fileSt
         if (name === '_secret') form.secret = value;
         else if (name === '_redirect') form.redirect = value;
         else if (name === '_honeypot') form.honeypot = value;
+        else if (name === IDEMPOTENCY_KEY_FIELD) form.idempotencyKey = value;
         return;
       }
+      form.ordered.push([name, value]);
       const prev = form.fields[name];
       form.fields[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
     });
@@ -198,6 +207,29 @@ export function checkRedirect(redirect: string | undefined): string | null {
   return url.href;
 }
 
+/**
+ * "The same body" of a form post (CONTRACT §12): its fields in order (controls left out) and each
+ * file's field name, filename, content type and sha256, so a browser's new multipart boundary on a
+ * retry changes nothing.
+ */
+function formFingerprint(form: ParsedForm): string {
+  const files = form.files.map((f) => [f.field, f.filename, f.contentType, f.measured().sha256]);
+  return sha256Hex(JSON.stringify([form.ordered, files]));
+}
+
+/** `OPTIONS /f/{publicId}`: the CORS preflight (CONTRACT §12); 404 for an unknown webhook. */
+async function preflight(rt: Runtime, req: IncomingMessage, res: ServerResponse, publicId: string) {
+  if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
+  const known = await ingestTargets(rt).decide(rt, publicId, (target) => {
+    if (!target || target.status === 'archived') throw new NotFound('webhook');
+    return target;
+  });
+  const cors = formCorsHeaders(known.formAllowedOrigins, req.headers.origin);
+  // An origin not listed gets no CORS headers at all: the browser then refuses the post.
+  res.writeHead(204, 'access-control-allow-origin' in cors ? { ...cors, ...FORM_PREFLIGHT_HEADERS } : cors);
+  res.end();
+}
+
 function answer(res: ServerResponse, location: string | null, accepted: AcceptedEvent) {
   if (location) {
     res.writeHead(303, { location, 'content-length': '0' });
@@ -218,13 +250,10 @@ export function createFormIngestHandler(rt: Runtime) {
     const written: string[] = [];
     let recorded = false;
     try {
-      if (req.method !== 'POST') throw new MethodNotAllowed(['POST']);
       const publicId = url.pathname.slice(PREFIX.length);
+      if (req.method === 'OPTIONS') return await preflight(rt, req, res, publicId);
+      if (req.method !== 'POST') throw new MethodNotAllowed(['POST', 'OPTIONS']);
       if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
-      const type = mediaType(req.headers['content-type']);
-      if (!FORM_TYPES.has(type)) throw new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.');
-      const declared = Number(req.headers['content-length']);
-      if (Number.isFinite(declared) && declared > FORM_REQUEST_BYTES) throw new PayloadTooLarge(FORM_REQUEST_BYTES);
       // The webhook as this process knows it: an unknown one is refused before the upload is read,
       // and a project that keeps no file content (Free) has its files measured, never written.
       // (Unknown or archived on a kept lookup is decided again on a fresh one.)
@@ -232,6 +261,12 @@ export function createFormIngestHandler(rt: Runtime) {
         if (!target || target.status === 'archived') throw new NotFound('webhook');
         return target;
       });
+      // Every answer from here on, errors included, carries the webhook's CORS headers (CONTRACT §12).
+      for (const [name, value] of Object.entries(formCorsHeaders(known.formAllowedOrigins, req.headers.origin))) res.setHeader(name, value);
+      const type = mediaType(req.headers['content-type']);
+      if (!FORM_TYPES.has(type)) throw new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.');
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > FORM_REQUEST_BYTES) throw new PayloadTooLarge(FORM_REQUEST_BYTES);
       const keep = keepsFileContent(known.project) ? { store: fileStore(rt.config), projectId: known.projectId } : null;
 
       const receivedAt = new Date();
@@ -266,7 +301,11 @@ export function createFormIngestHandler(rt: Runtime) {
         const files = rows.length ? { rows, expiresAt: new Date(now + webhookQuotas(target.project, target).payload_retention_seconds * 1000) } : undefined;
         return { channel: 'form' as const, method: 'POST', path: '/', query, headers, contentType: 'application/json', body, files };
       };
-      const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, { fieldSecret: form.secret, validate: () => void (location = checkRedirect(form.redirect)) });
+      const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, {
+        fieldSecret: form.secret,
+        validate: () => void (location = checkRedirect(form.redirect)),
+        form: { idempotencyKey: form.idempotencyKey, fingerprint: () => formFingerprint(form) },
+      });
       // One statement stores the event, its delivery and the files' rows, and wakes the runners after it commits.
       const accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit);
       recorded = keptNow && accepted.status !== 'duplicate';

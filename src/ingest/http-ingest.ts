@@ -1,5 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { InvalidRequest, MethodNotAllowed, NotFound, WebhookPaused } from '../errors.ts';
+import { InvalidRequest, MethodNotAllowed, NotFound, OriginNotAllowed, WebhookPaused } from '../errors.ts';
+import { sha256Hex } from '../encryption.ts';
+import { originAllowed } from '../webhook-config/form-origins.ts';
+import { requestIdempotencyKey } from './idempotency-key.ts';
 import { readBody } from '../http/body.ts';
 import { sendError, sendJson } from '../http/respond.ts';
 import type { Runtime } from '../runtime.ts';
@@ -43,28 +46,46 @@ function scheduleFor(target: IngestTarget, headers: IncomingHttpHeaders): Date |
   return target.defaultDelaySeconds ? new Date(Date.now() + target.defaultDelaySeconds * 1000) : null;
 }
 
+/** Form ingest's part of the admission (CONTRACT §12): its access mode, its origins and its idempotency key. */
+export interface FormAdmission {
+  /** The `_idempotency_key` control field, if given. */
+  idempotencyKey?: string;
+  /** sha256 of the post's fields (in order, controls left out) and files' names, types and hashes. */
+  fingerprint: () => string;
+}
+
 /**
  * The producer shows the ingest secret (`Authorization: Bearer` or `x-webhook-secret`, or, on
  * form ingest, `fieldSecret`: the `_secret` field) or signs the request the Standard Webhooks
  * way; any valid version of the ingest secret counts. Where the webhook has a provider pack,
  * that provider's own signature counts too, verified on the raw body against `signedUrl` (the
- * ingest URL as configured, PUBLIC_URL). Then validation (400: the deliver-at header, then the
- * channel's own `validate`) and state (409), in the contract's order. Shared by the HTTP and
- * form channels.
+ * ingest URL as configured, PUBLIC_URL); a form whose `formAccess` is `public` needs none. Then,
+ * in CONTRACT §12's order: the form's origin (403), the idempotency key (400 when malformed;
+ * the Idempotency-Key header, the form's field, else the webhook-id of a Standard Webhooks
+ * signature that authenticated the request), validation (400: the deliver-at header, then the
+ * channel's own `validate`) and state (409, left to the ingest statement when a key must be
+ * answered first). Shared by the HTTP and form channels.
  */
-export function admitProducer(req: IncomingMessage, body: Buffer, signedUrl: string, extra: { fieldSecret?: string; validate?: () => void } = {}): Admission {
+export function admitProducer(req: IncomingMessage, body: Buffer, signedUrl: string, extra: { fieldSecret?: string; validate?: () => void; form?: FormAdmission } = {}): Admission {
   return (target) => {
-    const secret = presentedSecret(req.headers);
+    const { form } = extra;
+    // A Standard Webhooks signature first: when it authenticates the request, its webhook-id is the default key.
+    const signed = hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets);
+    const secret = signed ? undefined : presentedSecret(req.headers);
     const authenticated =
+      signed ||
+      (form !== undefined && target.formAccess === 'public') ||
       (secret !== undefined && secretMatches(secret, target.ingestSecrets)) ||
       (extra.fieldSecret !== undefined && extra.fieldSecret !== '' && secretMatches(extra.fieldSecret.trim(), target.ingestSecrets)) ||
-      (hasStandardSignature(req.headers) && signatureMatches(body, req.headers, target.ingestSecrets)) ||
       (target.providerPack !== null && providerSigned(target.providerPack, { method: req.method ?? 'POST', url: signedUrl, headers: req.headers, body }));
     if (!authenticated) throw producerUnauthorized();
+    if (form && !originAllowed(target.formAllowedOrigins, req.headers.origin)) throw new OriginNotAllowed();
+    const key = requestIdempotencyKey(req.headers, { field: form?.idempotencyKey, signed });
     const runAt = scheduleFor(target, req.headers);
     extra.validate?.();
-    if (target.status === 'paused') throw new WebhookPaused();
-    return runAt;
+    // With a key to answer, the ingest statement says paused after it (a duplicate is still a duplicate).
+    if (target.status === 'paused' && !(key !== null && target.idempotencyWindowSeconds > 0)) throw new WebhookPaused();
+    return { runAt, idempotency: key === null ? null : { key, fingerprint: form ? form.fingerprint : () => sha256Hex(body) } };
   };
 }
 

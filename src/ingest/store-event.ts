@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { NotFound, WebhookPaused } from '../errors.ts';
+import { IdempotencyKeyInProgress, IdempotencyKeyReused, NotFound, WebhookPaused } from '../errors.ts';
 import { NamedParams } from '../db/named-params.ts';
 import { ingestQuotaCheck, ingestQuotaCte, ingestRateHitCte, type IngestQuotaRow } from '../projects/quotas/ingest-check.ts';
 import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/limits.ts';
@@ -36,6 +36,8 @@ const STORED = 'stored';
 
 /** The name of the deduplication claim, which the event insert waits on when the webhook dedupes. */
 const CLAIM = 'claim';
+/** The name of the idempotency key's claim, which the dedupe claim and the event insert wait on. */
+const KEY_CLAIM = 'key_claim';
 const NOW_UTC = "(now() AT TIME ZONE 'UTC')";
 
 /**
@@ -46,8 +48,10 @@ const NOW_UTC = "(now() AT TIME ZONE 'UTC')";
  * With `dedupe`, the provider's delivery id is claimed first, under the same gates, in
  * inbound_dedupe (primary key: webhook and key, so two API processes cannot both claim it; an
  * expired claim is taken over), and the event is written only when the claim is this request's.
+ * With `idempotent`, the producer's idempotency key is claimed the same way before it, in
+ * ingest_idempotency_keys (with the fingerprint of the body, to tell a retry from a reuse).
  */
-function eventInsert(p: NamedParams, source?: { from: string; where: string }, dedupe = false, filesFit = false): string {
+function eventInsert(p: NamedParams, source?: { from: string; where: string }, dedupe = false, filesFit = false, idempotent = false): string {
   const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`, EVENT_CASTS[c])).join(', ');
   const webhookId = p.$('event_webhook_id');
   const version = p.$('event_config_version', 'int');
@@ -55,18 +59,30 @@ function eventInsert(p: NamedParams, source?: { from: string; where: string }, d
   // With files: only when they fit the file-storage quota (fileStorageCheckCte).
   const fits = filesFit ? `${FILE_STORAGE_FITS} AND ` : '';
   const gates = `${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${fits}${webhookActive}`;
+  // The idempotency key is claimed first (CONTRACT §12: it runs before the provider's dedupe).
+  const keyClaim = idempotent
+    ? `${KEY_CLAIM} AS (
+  INSERT INTO ingest_idempotency_keys (project_id, webhook_id, key, fingerprint, event_id, delivery_id, expires_at)
+  SELECT ${p.$('event_project_id')}, ${webhookId}, ${p.$('idem_key')}, ${p.$('idem_fingerprint')}, ${p.$('event_id')}, ${p.$('delivery_id')},
+         ${NOW_UTC} + make_interval(secs => ${p.$('idem_window_seconds', 'int')})${gates}
+  ON CONFLICT (webhook_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, event_id = EXCLUDED.event_id, delivery_id = EXCLUDED.delivery_id, expires_at = EXCLUDED.expires_at
+   WHERE ingest_idempotency_keys.expires_at <= ${NOW_UTC}
+  RETURNING 1
+), `
+    : '';
+  const afterKey = idempotent ? ` AND EXISTS (SELECT FROM ${KEY_CLAIM})` : '';
   const claim = dedupe
     ? `${CLAIM} AS (
   INSERT INTO inbound_dedupe (webhook_id, key, event_id, delivery_id, expires_at)
-  SELECT ${webhookId}, ${p.$('dedupe_key')}, ${p.$('event_id')}, ${p.$('dedupe_delivery_id')}, ${NOW_UTC} + make_interval(secs => ${p.$('dedupe_window_seconds', 'int')})${gates}
+  SELECT ${webhookId}, ${p.$('dedupe_key')}, ${p.$('event_id')}, ${p.$('dedupe_delivery_id')}, ${NOW_UTC} + make_interval(secs => ${p.$('dedupe_window_seconds', 'int')})${gates}${afterKey}
   ON CONFLICT (webhook_id, key) DO UPDATE SET event_id = EXCLUDED.event_id, delivery_id = EXCLUDED.delivery_id, expires_at = EXCLUDED.expires_at
    WHERE inbound_dedupe.expires_at <= ${NOW_UTC}
   RETURNING 1
 ), `
     : '';
-  return `${claim}${STORED} AS (
+  return `${keyClaim}${claim}${STORED} AS (
   INSERT INTO events (${EVENT_COLUMNS.join(', ')})
-  SELECT ${values}${gates}${dedupe ? ` AND EXISTS (SELECT FROM ${CLAIM})` : ''}
+  SELECT ${values}${gates}${afterKey}${dedupe ? ` AND EXISTS (SELECT FROM ${CLAIM})` : ''}
   RETURNING id, project_id, webhook_id
 )`;
 }
@@ -84,6 +100,17 @@ const duplicateOf = (p: NamedParams) => {
     WHERE webhook_id = ${p.$('event_webhook_id')} AND key = ${p.$('dedupe_key')} AND expires_at > ${NOW_UTC}) END AS duplicate_of`;
 };
 
+/**
+ * The accepted request that holds the idempotency key, as committed before the statement began,
+ * with its fingerprint (null: none seen); only while the webhook is still as the caller read it.
+ */
+const keyHolder = (p: NamedParams) => {
+  const version = p.$('event_config_version', 'int');
+  return `CASE WHEN ${version} IS NULL OR EXISTS (SELECT 1 FROM webhooks WHERE id = ${p.$('event_webhook_id')} AND config_version = ${version}) THEN
+  (SELECT json_build_object('eventId', event_id, 'deliveryId', delivery_id, 'fingerprint', fingerprint) FROM ingest_idempotency_keys
+    WHERE webhook_id = ${p.$('event_webhook_id')} AND key = ${p.$('idem_key')} AND expires_at > ${NOW_UTC}) END AS key_holder`;
+};
+
 /** The event's delivery, written by the same statement (ingest): routed destination and first run time. */
 export interface IngestDelivery {
   id: string;
@@ -92,13 +119,15 @@ export interface IngestDelivery {
   /** `scheduled`: its first attempt waits until runAt. */
   status: 'queued' | 'scheduled';
   runAt: Date | null;
+  /** The producer's idempotency key, shown on the delivery (null: none). */
+  idempotencyKey?: string | null;
 }
 
 /** The delivery and its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
 const deliveryCtes = (p: NamedParams) => `delivery AS (
-  INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at)
+  INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at, idempotency_key)
   SELECT ${p.$('delivery_id')}, s.project_id, s.webhook_id, s.id, ${p.$('delivery_destination_id')}, ${p.$('delivery_destination')}, ${p.$('delivery_status')},
-         ${p.$('delivery_run_at', 'timestamptz')} FROM ${STORED} s
+         ${p.$('delivery_run_at', 'timestamptz')}, ${p.$('delivery_idempotency_key', 'text')} FROM ${STORED} s
   RETURNING id, webhook_id, next_attempt_at
 ), job AS (
   ${insertAttemptJobRows('delivery', p.$('attempt_task'))}
@@ -118,6 +147,8 @@ interface StatementShape {
   delivery: boolean;
   /** The provider's delivery id claimed first (only with the delivery). */
   dedupe: boolean;
+  /** The producer's idempotency key claimed first of all (only with the delivery). */
+  idempotent: boolean;
   /** Files recorded with the event: none, counted, or checked against file_storage_bytes and counted. */
   files: 'none' | 'count' | 'checked';
 }
@@ -129,14 +160,16 @@ interface StatementShape {
  * file rows and their bytes follow the event insert. The whole of an ingest is this statement.
  */
 function buildStatement(shape: StatementShape): IngestStatement {
-  const { quotas, delivery, dedupe, files } = shape;
-  const name = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}`;
+  const { quotas, delivery, dedupe, files, idempotent } = shape;
+  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}`;
+  // PostgreSQL keeps 63 characters of a statement name: the longest shapes say less.
+  const name = full.length <= 63 ? full : full.replace('_insert_event_and_delivery_within', '_event_delivery');
   const params = new NamedParams();
   const p = params;
   const ctes: string[] = [];
   if (quotas !== 'none') ctes.push(ingestQuotaCte(p, quotas === 'quotas'));
   if (files === 'checked') ctes.push(fileStorageCheckCte(p));
-  ctes.push(eventInsert(p, quotas === 'none' ? undefined : { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe, files === 'checked'));
+  ctes.push(eventInsert(p, quotas === 'none' ? undefined : { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe, files === 'checked', idempotent));
   if (quotas !== 'none') ctes.push(ingestRateHitCte(STORED));
   if (delivery) ctes.push(deliveryCtes(p));
   if (files !== 'none') ctes.push(fileRowsCte(p, STORED), fileStorageCountCte(p, STORED));
@@ -144,6 +177,7 @@ function buildStatement(shape: StatementShape): IngestStatement {
     ...(quotas === 'none' ? [] : ['ingest_quota.admitted', 'ingest_quota.usage']),
     `EXISTS (SELECT FROM ${STORED}) AS stored`,
     ...(delivery ? ['(SELECT count(*) FROM job) AS jobs'] : []),
+    ...(idempotent ? [keyHolder(p), `EXISTS (SELECT FROM ${KEY_CLAIM}) AS key_claimed`] : []),
     ...(dedupe ? [duplicateOf(p)] : []),
     ...(files === 'checked' ? [`${FILE_STORAGE_FITS} AS files_fit`, '(SELECT usage FROM file_quota) AS file_usage'] : []),
   ];
@@ -156,7 +190,7 @@ const statements = new Map<string, IngestStatement>();
 
 /** The statement of a shape, built once (its text stays the same, so the prepared statement keeps its plan). */
 function statementFor(shape: StatementShape): IngestStatement {
-  const key = `${shape.quotas} ${shape.delivery} ${shape.dedupe} ${shape.files}`;
+  const key = `${shape.quotas} ${shape.delivery} ${shape.dedupe} ${shape.files} ${shape.idempotent}`;
   let s = statements.get(key);
   if (!s) statements.set(key, (s = buildStatement(shape)));
   return s;
@@ -165,6 +199,18 @@ function statementFor(shape: StatementShape): IngestStatement {
 /** Inbound deduplication: the key (provider, event type, delivery id) and the webhook's window. */
 export interface IngestDedupe {
   key: string;
+  windowSeconds: number;
+}
+
+/**
+ * The producer's idempotency key (CONTRACT §12), with the fingerprint of "the same body" and the
+ * webhook's window: claimed by the statement when the window is on (a retry answers the first
+ * request's ids, another body 422); recorded on the delivery either way.
+ */
+export interface IngestIdempotency {
+  key: string;
+  fingerprint: string;
+  /** 0: recorded on the delivery, never enforced. */
   windowSeconds: number;
 }
 
@@ -201,6 +247,7 @@ function deliveryValues(d: IngestDelivery): Record<string, unknown> {
     delivery_destination: JSON.stringify(d.destination),
     delivery_status: d.status,
     delivery_run_at: d.runAt,
+    delivery_idempotency_key: d.idempotencyKey ?? null,
     attempt_task: ATTEMPT_TASK,
   };
 }
@@ -210,10 +257,14 @@ function deliveryValues(d: IngestDelivery): Record<string, unknown> {
  * webhook is active (409 paused, 404 gone); with `delivery`, its delivery and first job too.
  * The checks and the inserts are one statement, so the happy path costs one round trip.
  *
+ * With `idempotency` (its window on), the key is claimed in the same statement, before the
+ * quotas count: a key already held answers the holder's ids (a duplicate: nothing stored, no
+ * quota charged) or 422 for another body, whatever the quotas or the webhook's pause say.
+ *
  * `db` is the pool or a connection in the caller's transaction. On the pool, the statement
  * commits on its own; only where small rate limits must be exact (their lock is held to the
- * end of a transaction) does it open a transaction here. In the caller's transaction: when
- * it throws, roll back.
+ * end of a transaction), or where a key and a dedupe id are both claimed, does it open a
+ * transaction here. In the caller's transaction: when it throws, roll back.
  */
 export async function storeEvent(
   rt: Pick<Runtime, 'config'>,
@@ -222,11 +273,14 @@ export async function storeEvent(
   quotas: { project: ProjectQuotaSource; webhook: WebhookQuotaSource },
   delivery?: IngestDelivery,
   dedupe?: IngestDedupe,
+  idempotency?: IngestIdempotency,
 ): Promise<DuplicateOf | null> {
   // stored_payload_bytes grows by the body and the kept source (the usage triggers count both).
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length + (event.source?.body.length ?? 0), ingestRate: countsTowardIngestRate(event.channel) });
   const dedupeValues = dedupe && delivery ? { dedupe_key: dedupe.key, dedupe_delivery_id: delivery.id, dedupe_window_seconds: dedupe.windowSeconds } : null;
-  const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues };
+  const key = idempotency && delivery && idempotency.windowSeconds > 0 ? idempotency : null;
+  const keyValues = key ? { idem_key: key.key, idem_fingerprint: key.fingerprint, idem_window_seconds: key.windowSeconds } : null;
+  const values = { ...check?.values, ...eventValues(event), ...(delivery ? deliveryValues(delivery) : {}), ...dedupeValues, ...keyValues };
   const files = event.files?.rows.length ? event.files : null;
   const fileBytes = files ? files.rows.reduce((n, f) => n + f.size, 0) : 0;
   // Without the ingest checks' quota lock, far from the file quota a moment ago: only counted (see fileStorageCheck).
@@ -235,51 +289,100 @@ export async function storeEvent(
     quotas: check ? (check.readCounters ? 'quotas' : 'rate') : 'none',
     delivery: delivery !== undefined,
     dedupe: dedupeValues !== null,
+    idempotent: key !== null,
     files: files ? (fileCheck ? 'checked' : 'count') : 'none',
   });
   if (files) {
     Object.assign(values, fileRowsValues(files), fileCheck?.values ?? fileStorageCountValues({ projectId: quotas.project.id, webhookId: quotas.webhook.id, bytes: fileBytes }));
   }
+  /** The key's holder answers: a retry of the same body is a duplicate of it, another body 422. */
+  const held = (holder: KeyHolder): DuplicateOf => {
+    if (holder.fingerprint !== key!.fingerprint) throw new IdempotencyKeyReused();
+    return { eventId: holder.eventId, deliveryId: holder.deliveryId };
+  };
+  type Row = IngestQuotaRow & FileStorageRow & { stored: boolean; duplicate_of?: DuplicateOf | null; key_holder?: KeyHolder | null; key_claimed?: boolean };
   const run = async (client: pg.Pool | pg.PoolClient): Promise<DuplicateOf | null> => {
-    const { rows } = await client.query<IngestQuotaRow & FileStorageRow & { stored: boolean; duplicate_of?: DuplicateOf | null }>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
-    check?.enforce(rows[0]);
-    if (rows[0].stored) {
-      fileCheck?.enforce(rows[0]);
+    const { rows } = await client.query<Row>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
+    const row = rows[0];
+    if (row.stored) {
+      check?.enforce(row);
+      fileCheck?.enforce(row);
       return null;
     }
-    if (rows[0].duplicate_of) return rows[0].duplicate_of;
+    // The key first: before the quotas and the webhook's state (CONTRACT §12's order of checks).
+    if (row.key_holder) return held(row.key_holder);
+    // Refused by a quota: unless a request with the key committed since the statement began.
+    if (key && check && !row.admitted) {
+      const now = await heldNow(client, event, key.key, null);
+      if (now.current && now.holder) return held(now.holder);
+      // Then the pause (or a change since the lookup) before the quotas, as without a key.
+      if (!now.current || now.status !== 'active') throw stateError(now.webhook, event.configVersion);
+    }
+    check?.enforce(row);
+    if (row.duplicate_of) {
+      // The key (claimed) answers from now on as the provider's dedupe did (one transaction: see below).
+      if (row.key_claimed) await pointKeyAt(client, event.webhookId, key!.key, row.duplicate_of);
+      return row.duplicate_of;
+    }
     // Files that do not fit (409 file_storage_bytes), nothing stored: unless the webhook changed
     // meanwhile, whose state (or a fresh decision) comes first, as when files were checked after the event.
-    if (fileCheck && rows[0].files_fit === false) {
+    if (fileCheck && row.files_fit === false) {
       const now = await webhookNow(client, event.webhookId);
-      if (now?.status === 'active' && (event.configVersion === null || now.config_version === event.configVersion)) fileCheck.enforce(rows[0]);
+      if (now?.status === 'active' && (event.configVersion === null || now.config_version === event.configVersion)) fileCheck.enforce(row);
       throw stateError(now, event.configVersion);
     }
     // A claim committed by another process while this statement waited on it is not in the
     // statement's snapshot: read it now, with the webhook (whose change since the lookup, such as
-    // a new dedupe window, comes first).
-    if (dedupeValues) {
-      const { rows: now } = await client.query<{ status: string; config_version: number; duplicate_of: DuplicateOf | null }>(
-        `SELECT w.status, w.config_version,
-                (SELECT json_build_object('eventId', d.event_id, 'deliveryId', d.delivery_id) FROM inbound_dedupe d
-                  WHERE d.webhook_id = w.id AND d.key = $2 AND d.expires_at > ${NOW_UTC}) AS duplicate_of
-           FROM webhooks w WHERE w.id = $1`,
-        [event.webhookId, dedupeValues.dedupe_key],
-      );
-      const current = now[0] && (event.configVersion === null || now[0].config_version === event.configVersion);
-      if (current && now[0].duplicate_of) return now[0].duplicate_of;
-      throw stateError(now[0], event.configVersion);
+    // a new window, comes first).
+    if (keyValues || dedupeValues) {
+      const now = await heldNow(client, event, key?.key ?? null, dedupeValues?.dedupe_key ?? null);
+      if (now.current && now.holder) return held(now.holder);
+      if (now.current && now.duplicateOf) {
+        if (row.key_claimed) await pointKeyAt(client, event.webhookId, key!.key, now.duplicateOf);
+        return now.duplicateOf;
+      }
+      // The key's claim lost to a request that has not committed (nor rolled back) yet.
+      if (now.current && now.status === 'active' && key && !row.key_claimed) throw new IdempotencyKeyInProgress();
+      throw stateError(now.webhook, event.configVersion);
     }
     throw await stateNow(client, event.webhookId, event.configVersion);
   };
-  // Small rate limits, or files near their quota: the checks are exact under their locks (ingest's first, as everywhere).
-  if (!check?.exact && !fileCheck?.exact) return run(db);
+  // Small rate limits, or files near their quota: the checks are exact under their locks (ingest's
+  // first, as everywhere). A key and a dedupe id claimed together: one transaction, so a key
+  // claimed for an event the dedupe then refused points at the dedupe's answer before anyone sees it.
+  const both = key !== null && dedupeValues !== null;
+  if (!check?.exact && !fileCheck?.exact && !both) return run(db);
   const locked = async (client: pg.PoolClient) => {
     if (check?.exact) await check.lock(client);
     if (fileCheck?.exact) await fileCheck.lock(client);
     return run(client);
   };
   return isPoolClient(db) ? locked(db) : inTransaction(db, locked);
+}
+
+interface KeyHolder extends DuplicateOf {
+  fingerprint: string;
+}
+
+/** After the statement: the key's holder and the dedupe id's holder as committed now, with the webhook's state. */
+async function heldNow(db: pg.Pool | pg.PoolClient, event: NewEvent, key: string | null, dedupeKey: string | null) {
+  const { rows } = await db.query<{ status: string; config_version: number; holder: KeyHolder | null; duplicate_of: DuplicateOf | null }>(
+    `SELECT w.status, w.config_version,
+            (SELECT json_build_object('eventId', k.event_id, 'deliveryId', k.delivery_id, 'fingerprint', k.fingerprint) FROM ingest_idempotency_keys k
+              WHERE $2::text IS NOT NULL AND k.webhook_id = w.id AND k.key = $2 AND k.expires_at > ${NOW_UTC}) AS holder,
+            (SELECT json_build_object('eventId', d.event_id, 'deliveryId', d.delivery_id) FROM inbound_dedupe d
+              WHERE $3::text IS NOT NULL AND d.webhook_id = w.id AND d.key = $3 AND d.expires_at > ${NOW_UTC}) AS duplicate_of
+       FROM webhooks w WHERE w.id = $1`,
+    [event.webhookId, key, dedupeKey],
+  );
+  const w = rows[0];
+  const current = !!w && (event.configVersion === null || w.config_version === event.configVersion);
+  return { current, status: w?.status, holder: w?.holder ?? null, duplicateOf: w?.duplicate_of ?? null, webhook: w };
+}
+
+/** A key claimed by a request the provider's dedupe answered as a duplicate: it answers with the same ids from now on. */
+async function pointKeyAt(db: pg.Pool | pg.PoolClient, webhookId: string, key: string, to: DuplicateOf): Promise<void> {
+  await db.query('UPDATE ingest_idempotency_keys SET event_id = $3, delivery_id = $4 WHERE webhook_id = $1 AND key = $2', [webhookId, key, to.eventId, to.deliveryId]);
 }
 
 function isPoolClient(db: pg.Pool | pg.PoolClient): db is pg.PoolClient {

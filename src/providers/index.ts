@@ -48,6 +48,11 @@ export interface ProviderPack {
   secretEnc: string;
   /** null: the provider's default. */
   toleranceSeconds: number | null;
+  /**
+   * Previous secrets still in a rotation's grace period (sealed), as ingest's lookup reads them
+   * from webhook_secrets (kind `provider`); not stored in the pack itself.
+   */
+  graceSecretsEnc?: string[];
 }
 
 // Opening is a pure function of the sealed text, so keeping it cannot serve a stale secret.
@@ -62,15 +67,19 @@ function open(sealed: string): string {
   return plain;
 }
 
-/** True when the request carries a valid signature of the webhook's provider (a scheme that throws counts as no). */
+/** True when the request carries a valid signature of the webhook's provider, by its secret or one in a rotation's grace period (a scheme that throws counts as no). */
 export function providerSigned(pack: ProviderPack, req: SignedRequest, nowMs = Date.now()): boolean {
   const provider = BY_ID.get(pack.provider);
   if (!provider) return false;
-  try {
-    return provider.verify(req, open(pack.secretEnc), { toleranceSeconds: pack.toleranceSeconds ?? provider.toleranceSeconds ?? 0, nowMs });
-  } catch {
-    return false;
+  const fresh = { toleranceSeconds: pack.toleranceSeconds ?? provider.toleranceSeconds ?? 0, nowMs };
+  for (const sealed of [pack.secretEnc, ...(pack.graceSecretsEnc ?? [])]) {
+    try {
+      if (provider.verify(req, open(sealed), fresh)) return true;
+    } catch {
+      // a scheme that throws counts as no; try the next version
+    }
   }
+  return false;
 }
 
 /** The body's fields, for locators: JSON where it parses, else form fields, else nothing. */

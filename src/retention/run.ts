@@ -65,6 +65,8 @@ export interface RetentionReport {
   dlqEntriesDeleted: number;
   rateWindowsDeleted: number;
   dedupeKeysDeleted: number;
+  /** Idempotency keys (CONTRACT §12) past their webhook's window. */
+  idempotencyKeysDeleted: number;
   counterRowsFolded: number;
   /** File content removed (its payload retention ended): rows marked purged, file_storage_bytes down. */
   filesPurged: number;
@@ -93,6 +95,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Par
     dlqEntriesDeleted: 0,
     rateWindowsDeleted: 0,
     dedupeKeysDeleted: 0,
+    idempotencyKeysDeleted: 0,
     counterRowsFolded: 0,
     filesPurged: 0,
     rollupsDeleted: 0,
@@ -337,6 +340,16 @@ async function housekeeping(rt: Pick<Runtime, 'db' | 'workerUtils'>, report: Ret
     s,
     report,
     `WITH gone AS (DELETE FROM inbound_dedupe WHERE ctid IN (SELECT ctid FROM inbound_dedupe WHERE expires_at < $1 LIMIT $2) RETURNING 1)
+     SELECT count(*) AS n FROM gone`,
+    [new Date(s.now)],
+  );
+  // Idempotency keys past their window, the same way (their table of their own, never partitioned);
+  // the deliveries keep their idempotency_key for their history's life.
+  report.idempotencyKeysDeleted += await drain(
+    db,
+    s,
+    report,
+    `WITH gone AS (DELETE FROM ingest_idempotency_keys WHERE ctid IN (SELECT ctid FROM ingest_idempotency_keys WHERE expires_at < $1 LIMIT $2) RETURNING 1)
      SELECT count(*) AS n FROM gone`,
     [new Date(s.now)],
   );

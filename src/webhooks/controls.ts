@@ -4,6 +4,11 @@ import { InvalidRequest } from '../errors.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { parseInput } from '../validation.ts';
 import { headerMapSchema } from '../webhook-config/custom-headers.ts';
+import { DEFAULT_FORM_ALLOWED_ORIGINS, FORM_ACCESS, parseFormAllowedOrigins, type FormAccess } from '../webhook-config/form-origins.ts';
+
+/** Idempotency keys (CONTRACT §12) are remembered a day by default, a week at most. */
+export const DEFAULT_IDEMPOTENCY_WINDOW_SECONDS = 86_400;
+export const MAX_IDEMPOTENCY_WINDOW_SECONDS = 604_800;
 
 export const CONTROL_DEFAULTS = {
   deliveryMode: 'parallel' as const,
@@ -12,6 +17,8 @@ export const CONTROL_DEFAULTS = {
   defaultDelaySeconds: null,
   throttleRatePerSecond: null,
   dedupeWindowSeconds: 0,
+  idempotencyWindowSeconds: DEFAULT_IDEMPOTENCY_WINDOW_SECONDS,
+  formAccess: 'secret' as FormAccess,
 };
 
 // The delivery engine's input schema, plus: retryOn must not repeat a value.
@@ -32,6 +39,9 @@ export interface ControlsInput {
   throttleRatePerSecond?: number | null;
   customHeaders?: unknown;
   dedupeWindowSeconds?: number | null;
+  idempotencyWindowSeconds?: number | null;
+  formAccess?: string | null;
+  formAllowedOrigins?: unknown;
 }
 
 export interface Controls {
@@ -43,6 +53,9 @@ export interface Controls {
   throttleRatePerSecond: number | null;
   customHeaders: Record<string, string>;
   dedupeWindowSeconds: number;
+  idempotencyWindowSeconds: number;
+  formAccess: FormAccess;
+  formAllowedOrigins: string[];
 }
 
 /** True when the policy, with left-out fields at their defaults, is the default policy (free on every tier). */
@@ -117,9 +130,18 @@ export function resolveControls(input: ControlsInput, base: Controls): Controls 
   if (input.dedupeWindowSeconds !== undefined) {
     out.dedupeWindowSeconds = input.dedupeWindowSeconds === null ? 0 : intInRange(input.dedupeWindowSeconds, 'dedupeWindowSeconds', 0, MAX_DEDUPE_WINDOW_SECONDS);
   }
+  if (input.idempotencyWindowSeconds !== undefined) {
+    out.idempotencyWindowSeconds =
+      input.idempotencyWindowSeconds === null ? DEFAULT_IDEMPOTENCY_WINDOW_SECONDS : intInRange(input.idempotencyWindowSeconds, 'idempotencyWindowSeconds', 0, MAX_IDEMPOTENCY_WINDOW_SECONDS);
+  }
+  if (input.formAccess !== undefined) {
+    if (input.formAccess !== null && !FORM_ACCESS.includes(input.formAccess as FormAccess)) throw new InvalidRequest('formAccess must be secret or public.', 'formAccess');
+    out.formAccess = (input.formAccess ?? 'secret') as FormAccess;
+  }
+  if (input.formAllowedOrigins !== undefined) out.formAllowedOrigins = parseFormAllowedOrigins(input.formAllowedOrigins);
   return out;
 }
 
 export function defaultControls(): Controls {
-  return { ...CONTROL_DEFAULTS, customHeaders: {}, retryPolicy: parseRetryPolicy(undefined) };
+  return { ...CONTROL_DEFAULTS, customHeaders: {}, retryPolicy: parseRetryPolicy(undefined), formAllowedOrigins: [...DEFAULT_FORM_ALLOWED_ORIGINS] };
 }

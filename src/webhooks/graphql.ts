@@ -54,6 +54,9 @@ function webhookFields(t: any) {
     throttleRatePerSecond: t.exposeInt('throttleRatePerSecond', { nullable: true }),
     customHeaders: t.field({ type: 'JSON', resolve: (w: Webhook) => w.customHeaders }),
     dedupeWindowSeconds: t.exposeInt('dedupeWindowSeconds', { description: "Inbound deduplication by the provider's delivery id, in seconds (0: off)." }),
+    idempotencyWindowSeconds: t.exposeInt('idempotencyWindowSeconds', { description: 'How long accepted Idempotency-Keys are remembered, in seconds (default 86400; 0: recorded on the delivery, never enforced).' }),
+    formAccess: t.exposeString('formAccess', { description: 'Form ingest: secret (the ingest secret is required, default) or public (the publicId in the URL is the credential).' }),
+    formAllowedOrigins: t.stringList({ description: 'Origins a browser may post the form from: ["*"] (default) or exact origins (scheme://host[:port]).', resolve: (w: Webhook) => w.formAllowedOrigins ?? ['*'] }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
   };
@@ -81,7 +84,7 @@ const WebhookDestroyedRef = builder.objectRef<{ id: string; deleted: boolean }>(
 type Version = { kind: string; version: number; createdAt: Date; expiresAt: Date | null; state: string };
 const SecretVersionRef = builder.objectRef<Version>('WebhookSecretVersion').implement({
   fields: (t) => ({
-    kind: t.exposeString('kind', { description: 'ingest or signing' }),
+    kind: t.exposeString('kind', { description: "ingest, signing, or provider (the provider pack's secret)" }),
     version: t.exposeInt('version'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true, description: 'null for the current version' }),
@@ -163,7 +166,7 @@ builder.queryField('webhook', (t) =>
 builder.queryField('webhookSecrets', (t) =>
   t.field({
     type: SecretVersionsRef,
-    description: 'Every version of the ingest and signing secrets, never the secrets themselves.',
+    description: "Every version of the ingest, signing and provider pack secrets, never the secrets themselves.",
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => ({ items: await listSecretVersions(ctx.rt, ctx.auth.projectId, String(args.id)) }),
   }),
@@ -198,6 +201,16 @@ const controlArgs = (t: ArgBuilder<Types>) => ({
     required: false,
     description:
       "Inbound deduplication, 0..604800 seconds (default 0: off): a request whose provider delivery id (Stripe event id, GitHub x-github-delivery, Standard Webhooks webhook-id, …) was accepted within the window is answered 202 with the original eventId and status duplicate, and stored nowhere. null: off.",
+  }),
+  idempotencyWindowSeconds: t.int({
+    required: false,
+    description:
+      'How long accepted Idempotency-Keys (or authenticating Standard Webhooks webhook-ids) are remembered, 0..604800 seconds (default 86400): a retry with the same key and body answers 202 with the first eventId and deliveryId and status duplicate; another body is 422 idempotency_key_reused. 0: the key is recorded on the delivery, never enforced. null: the default.',
+  }),
+  formAccess: t.string({ required: false, description: 'Form ingest: secret (default; the ingest secret is required, as on HTTP ingest) or public (the publicId in the URL is the credential; quotas, honeypot and caps apply).' }),
+  formAllowedOrigins: t.stringList({
+    required: false,
+    description: 'Origins a browser may post the form from: ["*"] (default) or exact origins such as https://www.example.com (scheme://host[:port], no path, no trailing slash). A post from an origin not listed is 403 origin_not_allowed.',
   }),
 });
 

@@ -36,6 +36,9 @@ export async function updateWebhook(rt: Rt, projectId: string, webhookId: string
     throttleRatePerSecond: current.throttleRatePerSecond,
     customHeaders: current.customHeaders as Record<string, string>,
     dedupeWindowSeconds: current.dedupeWindowSeconds,
+    idempotencyWindowSeconds: current.idempotencyWindowSeconds,
+    formAccess: current.formAccess as Controls['formAccess'],
+    formAllowedOrigins: current.formAllowedOrigins,
   });
 
   const updated = await rt.db.prisma.$transaction(async (tx) => {
@@ -59,7 +62,7 @@ export async function updateWebhook(rt: Rt, projectId: string, webhookId: string
     }
     return tx.webhook.update({ where: { id: webhookId }, data: { name, ...controls, retryPolicy: controls.retryPolicy as unknown as Prisma.InputJsonValue } });
   });
-  // State, dedupe window, delay, mode, the default destination: what ingest reads.
+  // State, dedupe and idempotency windows, form controls, delay, mode, the default destination: what ingest reads.
   ingestTargetsChanged(rt, { webhookId });
   return updated;
 }
