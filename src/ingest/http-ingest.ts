@@ -6,7 +6,8 @@ import { requestIdempotencyKey } from './idempotency-key.ts';
 import { readBody } from '../http/body.ts';
 import { sendError, sendJson } from '../http/respond.ts';
 import type { Runtime } from '../runtime.ts';
-import { providerSigned } from '../providers/index.ts';
+import { mayBeHandshake, providerHandshake, providerSigned } from '../providers/index.ts';
+import { ingestTargets } from './ingest-target-cache.ts';
 import { acceptEvent, type Admission } from './accept-event.ts';
 import { hasStandardSignature, presentedSecret, producerUnauthorized, secretMatches, signatureMatches } from './authenticate-producer.ts';
 import { DELIVER_AT_HEADER, parseDeliverAt } from './deliver-at.ts';
@@ -104,6 +105,15 @@ export function createHttpIngestHandler(rt: Runtime) {
       const publicId = slash === -1 ? rest : rest.slice(0, slash);
       if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
       const body = await readBody(req, INGEST_BODY_LIMIT);
+      const signedUrl = `${rt.config.publicUrl}${url.pathname}${url.search}`;
+      // Slack's URL verification, correctly signed: answered now; nothing stored, delivered or counted.
+      if (mayBeHandshake(body)) {
+        const handshake = await ingestTargets(rt).decide(rt, publicId, (target) => {
+          if (!target || target.status === 'archived') throw new NotFound('webhook');
+          return target.providerPack && providerHandshake(target.providerPack, { method: req.method ?? 'POST', url: signedUrl, headers: req.headers, body });
+        });
+        if (handshake) return sendJson(res, 200, handshake);
+      }
       const accepted = await acceptEvent(
         rt,
         publicId,
@@ -116,7 +126,7 @@ export function createHttpIngestHandler(rt: Runtime) {
           contentType: req.headers['content-type'] ?? null,
           body,
         },
-        admitProducer(req, body, `${rt.config.publicUrl}${url.pathname}${url.search}`),
+        admitProducer(req, body, signedUrl),
       );
       sendJson(res, 202, accepted);
     } catch (err) {

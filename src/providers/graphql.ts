@@ -51,12 +51,16 @@ builder.mutationField('setWebhookProvider', (t) =>
   t.field({
     type: ProviderConfigRef,
     description:
-      'Sets the webhook\'s provider pack (Starter and above): ingest then also verifies that provider\'s own signature. {provider: null} removes it. The secret is kept sealed and never shown; left out, the stored one is kept when the provider stays the same.',
+      'Sets the webhook\'s provider pack (Starter and above): ingest then also verifies that provider\'s own signature. {provider: null} removes it. The secret is kept sealed and never shown; left out, the stored one is kept when the provider stays the same. A new secret for the same provider keeps the previous one valid for graceSeconds (both verify); its versions are listed by webhookSecrets (kind provider).',
     args: {
       id: t.arg.id({ required: true }),
       provider: t.arg.string({ required: false, description: 'One of providers { items { id } }, or null to remove.' }),
       secret: t.arg.string({ required: false, description: "The provider's secret (or public key, for Discord and SendGrid)." }),
       toleranceSeconds: t.arg.int({ required: false, description: "Timestamp tolerance, 1..86400 seconds; null or left out: the provider's default." }),
+      graceSeconds: t.arg.int({
+        required: false,
+        description: 'With a new secret for the same provider: how long the previous secret stays valid beside it, 0..2592000 seconds (default 86400; 0 drops it at once). Another provider drops the old secret at once.',
+      }),
     },
     resolve: (_root, { id, ...input }, ctx) => setProviderConfig(ctx.rt, ctx.auth.projectId, String(id), input),
   }),

@@ -82,6 +82,22 @@ export function providerSigned(pack: ProviderPack, req: SignedRequest, nowMs = D
   return false;
 }
 
+/**
+ * The answer to a provider's handshake (Slack's URL verification: `{challenge}`), when the request
+ * is one and carries a valid signature of the webhook's provider; else null (ingest goes on as usual).
+ */
+export function providerHandshake(pack: ProviderPack, req: SignedRequest): unknown {
+  const handshake = BY_ID.get(pack.provider)?.handshake;
+  if (!handshake) return null;
+  const answer = handshake(req.body);
+  return answer !== null && providerSigned(pack, req) ? answer : null;
+}
+
+/** Whether a body may be a provider's handshake, by a look at its bytes (no parse): only then is it asked for. */
+export function mayBeHandshake(body: Buffer): boolean {
+  return body.length < 64 * 1024 && body.includes('url_verification');
+}
+
 /** The body's fields, for locators: JSON where it parses, else form fields, else nothing. */
 export function bodyFields(body: Buffer, contentType: string | null): unknown {
   const text = body.toString('utf8');

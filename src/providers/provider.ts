@@ -48,4 +48,9 @@ export interface Provider {
   secretHeader?: string;
   /** True when the request is signed by `secret` (and, where the scheme has one, its timestamp is fresh). */
   verify(req: SignedRequest, secret: string, fresh: Freshness): boolean;
+  /**
+   * A handshake the provider expects answered at once rather than delivered (Slack's URL
+   * verification): the JSON answer for a body that is one, else null. Asked only of a signed request.
+   */
+  handshake?(body: Buffer): unknown;
 }

@@ -7,6 +7,8 @@ import type { Runtime } from '../runtime.ts';
 import { getWebhook } from '../webhooks/get-webhook.ts';
 import { findProvider, PROVIDERS, type Provider, type ProviderPack } from './index.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
+import { newId } from '../ids.ts';
+import { parseGraceSeconds } from '../webhooks/secrets.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 
@@ -36,12 +38,18 @@ export interface ProviderConfigInput {
   provider?: string | null;
   secret?: string | null;
   toleranceSeconds?: number | null;
+  /** How long the previous secret stays valid when `secret` replaces it for the same provider (default 86400, 0: dropped at once). */
+  graceSeconds?: number | null;
 }
 
 /**
- * `{provider, secret, toleranceSeconds?}` sets the webhook's provider pack (Starter and above);
- * `{provider: null}` removes it. The secret is sealed at rest and never shown; left out, it is
- * kept when the provider stays the same. Saving raises the webhook's lookup version (trigger).
+ * `{provider, secret, toleranceSeconds?, graceSeconds?}` sets the webhook's provider pack (Starter
+ * and above); `{provider: null}` removes it. The secret is sealed at rest and never shown; left
+ * out, it is kept when the provider stays the same. A new secret for the same provider keeps the
+ * previous one valid for `graceSeconds` (default 86400, 0: dropped at once); another provider
+ * drops the old one at once. Each secret is a version in webhook_secrets (kind `provider`, listed
+ * by GET /v1/webhooks/{id}/secrets); the pack holds the current one. Saving raises the webhook's
+ * lookup version (triggers).
  */
 export async function setProviderConfig(rt: Rt, projectId: string, webhookId: string, input: ProviderConfigInput): Promise<ProviderConfigView> {
   const webhook = await getWebhook(rt, projectId, webhookId);
@@ -50,7 +58,10 @@ export async function setProviderConfig(rt: Rt, projectId: string, webhookId: st
     for (const f of ['secret', 'toleranceSeconds'] as const) {
       if (input[f] !== undefined && input[f] !== null) throw new InvalidRequest(`${f} is not taken when provider is null.`, f);
     }
-    await rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: Prisma.DbNull } });
+    await rt.db.prisma.$transaction([
+      rt.db.prisma.webhookSecret.deleteMany({ where: { webhookId, kind: PROVIDER_SECRET } }),
+      rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: Prisma.DbNull } }),
+    ]);
     ingestTargetsChanged(rt, { webhookId });
     return view(webhookId, null);
   }
@@ -69,11 +80,34 @@ export async function setProviderConfig(rt: Rt, projectId: string, webhookId: st
     secretEnc = encryptSecret(input.secret.trim());
   }
   const toleranceSeconds = parseTolerance(provider, input.toleranceSeconds);
+  const graceSeconds = parseGraceSeconds(input.graceSeconds);
   const pack: ProviderPack = { provider: provider.id, secretEnc, toleranceSeconds };
-  await rt.db.prisma.webhook.update({ where: { id: webhookId }, data: { providerPack: pack as unknown as Prisma.InputJsonValue } });
+  await rt.db.prisma.$transaction(async (tx) => {
+    // Serialises changes of one webhook's pack, so versions stay consecutive and one is current.
+    const [locked] = await tx.$queryRaw<{ provider_pack: ProviderPack | null }[]>`SELECT provider_pack FROM webhooks WHERE id = ${webhookId} FOR UPDATE`;
+    const before = locked?.provider_pack ?? null;
+    if (before?.provider !== provider.id) {
+      // Another provider (or none before): the old secrets go at once.
+      await tx.webhookSecret.deleteMany({ where: { webhookId, kind: PROVIDER_SECRET } });
+      await tx.webhookSecret.create({ data: { id: newId('whs'), projectId, webhookId, kind: PROVIDER_SECRET, version: 1, secretEnc } });
+    } else if (secretEnc !== before.secretEnc) {
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + graceSeconds * 1000);
+      const last = await tx.webhookSecret.findFirst({ where: { webhookId, kind: PROVIDER_SECRET }, orderBy: { version: 'desc' } });
+      let version = last?.version ?? 0;
+      // A pack set before secrets had versions: its secret becomes the previous version.
+      if (!last) await tx.webhookSecret.create({ data: { id: newId('whs'), projectId, webhookId, kind: PROVIDER_SECRET, version: ++version, secretEnc: before.secretEnc, expiresAt } });
+      else await tx.webhookSecret.updateMany({ where: { webhookId, kind: PROVIDER_SECRET, expiresAt: null }, data: { expiresAt } });
+      await tx.webhookSecret.create({ data: { id: newId('whs'), projectId, webhookId, kind: PROVIDER_SECRET, version: version + 1, secretEnc, createdAt: now } });
+    }
+    await tx.webhook.update({ where: { id: webhookId }, data: { providerPack: pack as unknown as Prisma.InputJsonValue } });
+  });
   ingestTargetsChanged(rt, { webhookId });
   return view(webhookId, pack);
 }
+
+/** The kind of the provider pack's secret versions in webhook_secrets. */
+const PROVIDER_SECRET = 'provider';
 
 function parseTolerance(provider: Provider, raw: unknown): number | null {
   if (raw === undefined || raw === null) return null;

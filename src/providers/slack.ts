@@ -11,6 +11,17 @@ export default {
   toleranceSeconds: 300,
   eventType: [{ body: 'event.type' }, { body: 'type' }],
   deliveryId: [{ body: 'event_id' }],
+  // https://api.slack.com/events/url_verification: answered with the challenge, never an event.
+  handshake(body) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      return null;
+    }
+    const p = parsed as { type?: unknown; challenge?: unknown } | null;
+    return p !== null && typeof p === 'object' && p.type === 'url_verification' && typeof p.challenge === 'string' ? { challenge: p.challenge } : null;
+  },
   verify(req, secret, fresh) {
     const ts = header(req, 'x-slack-request-timestamp');
     return isFresh(ts, fresh) && matchesAny(hmac('sha256', secret, `v0:${ts}:`, req.body), [afterPrefix(header(req, 'x-slack-signature'), 'v0=')], 'hex');
