@@ -9,7 +9,10 @@ import {
   getNamedType,
 } from 'graphql';
 import {
+  AlreadyExists,
   FileGone,
+  IdempotencyKeyInProgress,
+  IdempotencyKeyReused,
   InvalidCursor,
   InvalidLimit,
   InvalidSignature,
@@ -17,6 +20,7 @@ import {
   InvalidState,
   Internal,
   NotFound,
+  OriginNotAllowed,
   PayloadGone,
   PayloadTooLarge,
   QUOTA_STATUS,
@@ -275,6 +279,10 @@ function conflict(route: RestRoute): Json | undefined {
   if (errors.includes('ingest')) {
     cases.push(new WebhookPaused(), replayQuota('backlog_depth'), replayQuota('stored_payload_bytes'));
     said.push('`webhook_paused`: the webhook is paused; `quota_exceeded` (`backlog_depth`, `stored_payload_bytes`): the event would pass a limit');
+  }
+  if (errors.includes('already_exists')) {
+    cases.push(new AlreadyExists('The pattern example.com is already in this webhook\'s email allowlist.'));
+    said.push('`already_exists`: the same entry is already there');
   }
   if (errors.includes('automation_counts')) {
     cases.push(...(['automations', 'active_automations', 'automation_versions'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 2, current: 2, delta: 1 })));

@@ -37,9 +37,9 @@ export type RestTag = 'Project' | 'Webhooks' | 'Destinations' | 'Routing' | 'Pro
  * `backlog_depth` and `stored_payload_bytes`); `automation_counts`: 409 `automations`,
  * `active_automations`, `automation_versions` and 429 `automation_worker_creations`;
  * `automation_runs`: 429 `automation_runs`, `automation_cpu_ms`, `automation_subrequests`,
- * `automation_log_bytes`, `automation_concurrency` (a run refused).
+ * `automation_log_bytes`, `automation_concurrency` (a run refused); `already_exists` (409).
  */
-export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest' | 'automation_counts' | 'automation_runs' | 'drain_quota';
+export type RouteError = 'tier_required' | 'invalid_state' | 'payload_gone' | 'not_found' | 'replay_quotas' | 'ingest' | 'automation_counts' | 'automation_runs' | 'drain_quota' | 'already_exists';
 
 export const REST_ROUTES: RestRoute[] = [
   // projects
@@ -66,6 +66,9 @@ export const REST_ROUTES: RestRoute[] = [
   { method: 'POST', path: '/webhooks/:id/rotate-ingest-secret', field: 'Mutation.rotateIngestSecret', operationId: 'rotateIngestSecret', tag: 'Webhooks' },
   { method: 'POST', path: '/webhooks/:id/rotate-signing-secret', field: 'Mutation.rotateSigningSecret', operationId: 'rotateSigningSecret', tag: 'Webhooks' },
   { method: 'GET', path: '/webhooks/:id/secrets', field: 'Query.webhookSecrets', operationId: 'listWebhookSecrets', tag: 'Webhooks' },
+  { method: 'GET', path: '/webhooks/:id/email-allowlist', field: 'Query.webhookEmailAllowlist', operationId: 'listEmailAllowlist', tag: 'Webhooks' },
+  { method: 'POST', path: '/webhooks/:id/email-allowlist', field: 'Mutation.addEmailAllowlistEntry', status: 201, operationId: 'addEmailAllowlistEntry', tag: 'Webhooks', errors: ['tier_required', 'already_exists'] },
+  { method: 'DELETE', path: '/webhooks/:id/email-allowlist/:entryId', field: 'Mutation.deleteEmailAllowlistEntry', operationId: 'deleteEmailAllowlistEntry', tag: 'Webhooks', errors: ['tier_required'] },
   { method: 'GET', path: '/webhooks/:id/destinations', field: 'Query.webhookDestinations', operationId: 'listDestinations', tag: 'Destinations' },
   { method: 'POST', path: '/webhooks/:id/destinations', field: 'Mutation.createDestination', status: 201, operationId: 'createDestination', tag: 'Destinations', errors: ['tier_required'] },
   { method: 'PATCH', path: '/webhooks/:id/destinations/:destinationId', field: 'Mutation.updateDestination', operationId: 'updateDestination', tag: 'Destinations', errors: ['tier_required'] },

@@ -4,7 +4,9 @@ import type { PoolClient } from 'pg';
 import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { inTransaction } from '../db/client.ts';
-import { DomainError, isDatabaseUnavailable, NotFound, PayloadTooLarge, QuotaExceeded, WebhookPaused } from '../errors.ts';
+import { DomainError, isDatabaseUnavailable, NotFound, PayloadTooLarge, QuotaExceeded, SenderNotAllowed, WebhookPaused } from '../errors.ts';
+import { ingestEvents } from '../prom.ts';
+import { senderAllowed } from '../webhook-config/email-senders.ts';
 import { discardContent, fileRef, normalContentType, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
 import { fileStore } from '../files/store.ts';
 import { newId } from '../ids.ts';
@@ -113,11 +115,42 @@ function measure(a: Attachment): MeasuredAttachment {
   };
 }
 
-/** Mail is the service's own channel: knowing the address is the credential. State and the default delay apply. */
-const admitEmail: Admission = (target) => {
-  if (target.status === 'paused') throw new WebhookPaused();
-  return target.defaultDelaySeconds ? new Date(Date.now() + target.defaultDelaySeconds * 1000) : null;
-};
+/**
+ * Mail is the service's own channel: knowing the address is the credential. The webhook's sender
+ * allowlist (CONTRACT §12: a sender it does not match is dropped), state and the default delay apply.
+ */
+const admitEmail =
+  (sender: string): Admission =>
+  (target) => {
+    if (!senderAllowed(target.emailAllowlist, sender)) throw new SenderNotAllowed();
+    if (target.status === 'paused') throw new WebhookPaused();
+    return target.defaultDelaySeconds ? new Date(Date.now() + target.defaultDelaySeconds * 1000) : null;
+  };
+
+/** The sender an allowlist matches: the message's From: address, else the envelope's MAIL FROM. */
+function senderOf(mail: Mail): string {
+  return addresses(mail.parsed.from)[0]?.address || mail.mailFrom;
+}
+
+/**
+ * The webhooks of `byHook` whose allowlist takes the sender (decided again on a fresh lookup when
+ * the kept one refuses); each one that does not is counted as a refusal, `sender_not_allowed`.
+ */
+async function allowedHooks(rt: Runtime, byHook: Map<string, string[]>, sender: string): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const [publicId, rcpt] of byHook) {
+    try {
+      await ingestTargets(rt).decide(rt, publicId, (target) => {
+        if (target && !senderAllowed(target.emailAllowlist, sender)) throw new SenderNotAllowed();
+      });
+      out.set(publicId, rcpt);
+    } catch (err) {
+      if (!(err instanceof SenderNotAllowed)) throw err;
+      ingestEvents.inc({ channel: 'email', result: 'refused', reason: err.code });
+    }
+  }
+  return out;
+}
 
 interface Mail {
   mailFrom: string;
@@ -235,7 +268,7 @@ const filesExpireAt = (target: IngestTarget, mail: Mail) => new Date(mail.receiv
  * One message for one webhook, in the caller's transaction: what fits the file-storage quota's
  * room is kept, the rest is metadata only. Returns the event and the storage keys it keeps.
  */
-async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: PoolClient): Promise<{ accepted: AcceptedEvent; keptKeys: string[] }> {
+async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: PoolClient): Promise<{ accepted: AcceptedEvent | null; keptKeys: string[] }> {
   const { known, candidates, publicId } = hook;
   // What fits the file-storage quota is kept (under its lock, in this transaction).
   const room = candidates.length ? await fileStorageRoom(rt, client, { project: known.project, webhook: { id: known.webhookId, quotaOverrides: known.quotaOverrides }, bytes: candidates.reduce((n, a) => n + a.size, 0) }) : 0;
@@ -243,7 +276,14 @@ async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: Po
   let left = room;
   for (const a of candidates) if (a.size <= left) (left -= a.size), kept.add(a.id);
   const { build, built } = mailEvent(rt, hook, mail, kept, false);
-  const accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail, client);
+  let accepted: AcceptedEvent;
+  try {
+    accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail(senderOf(mail)), client);
+  } catch (err) {
+    // The allowlist changed since the early check: dropped (nothing was written for it).
+    if (err instanceof SenderNotAllowed) return { accepted: null, keptKeys: [] };
+    throw err;
+  }
   if (accepted.status === 'duplicate' || !built.keptNow || kept.size === 0) return { accepted, keptKeys: [] };
   const target = built.target!;
   const files = keptFiles(known, candidates, kept);
@@ -257,15 +297,16 @@ async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: Po
  * statement that commits on its own, as HTTP ingest. Null when the attachments turned out not to
  * fit after all (the statement stored nothing): the caller takes the room-checking path.
  */
-async function acceptMailAlone(rt: Runtime, hook: MailForHook, mail: Mail): Promise<{ accepted: AcceptedEvent; keptKeys: string[] } | null> {
+async function acceptMailAlone(rt: Runtime, hook: MailForHook, mail: Mail): Promise<{ accepted: AcceptedEvent | null; keptKeys: string[] } | null> {
   const kept = new Set(hook.candidates.map((a) => a.id));
   const { build, built } = mailEvent(rt, hook, mail, kept, true);
   try {
-    const accepted = await acceptEvent(rt, hook.publicId, { channel: 'email', build }, admitEmail);
+    const accepted = await acceptEvent(rt, hook.publicId, { channel: 'email', build }, admitEmail(senderOf(mail)));
     const keptKeys = accepted.status === 'duplicate' || !built.keptNow ? [] : hook.candidates.map((a) => storageKey(hook.known.projectId, a.id));
     return { accepted, keptKeys };
   } catch (err) {
     if (err instanceof QuotaExceeded && err.details.quota === 'file_storage_bytes') return null;
+    if (err instanceof SenderNotAllowed) return { accepted: null, keptKeys: [] };
     throw err;
   }
 }
@@ -277,7 +318,9 @@ async function acceptMailAlone(rt: Runtime, hook: MailForHook, mail: Mail): Prom
  * (acceptMailAlone). Attachment content written but not recorded (refused, or over the quota's
  * room) is removed.
  */
-async function acceptMessage(rt: Runtime, byHook: Map<string, string[]>, mail: Mail): Promise<AcceptedEvent[]> {
+async function acceptMessage(rt: Runtime, recipients: Map<string, string[]>, mail: Mail): Promise<AcceptedEvent[]> {
+  const byHook = await allowedHooks(rt, recipients, senderOf(mail));
+  if (byHook.size === 0) return [];
   const written: string[] = [];
   const keep = new Set<string>();
   let committed = false;
@@ -295,13 +338,13 @@ async function acceptMessage(rt: Runtime, byHook: Map<string, string[]>, mail: M
     if (one) {
       committed = true;
       for (const k of one.keptKeys) keep.add(k);
-      return [one.accepted];
+      return one.accepted ? [one.accepted] : [];
     }
     const accepted = await inTransaction(rt.db.pool, async (client) => {
       const out: AcceptedEvent[] = [];
       for (const hook of hooks) {
         const r = await recordMail(rt, hook, mail, client);
-        out.push(r.accepted);
+        if (r.accepted) out.push(r.accepted);
         for (const k of r.keptKeys) keep.add(k);
       }
       return out;
@@ -401,7 +444,8 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
         const mail: Mail = { mailFrom, parsed, raw, attachments: parsed.attachments.map(measure), receivedAt };
         try {
           const accepted = await acceptMessage(rt, byHook, mail);
-          callback(null, `2.0.0 Stored as ${accepted.map((a) => a.eventId).join(' ')}`);
+          // A sender no allowlist takes gets 250 too (no bounce to a possibly forged sender): nothing was stored.
+          callback(null, accepted.length ? `2.0.0 Stored as ${accepted.map((a) => a.eventId).join(' ')}` : '2.0.0 Accepted');
         } catch (err) {
           callback(smtpRefusal(err));
         }

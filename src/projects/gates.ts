@@ -19,6 +19,7 @@ const FEATURE_NAMES: Record<Feature, string> = {
   event_drains: 'Event drains',
   audit_log_api: 'Audit log API',
   overage: 'Monthly delivery overage',
+  email_allowlists: 'Email sender allowlists',
 };
 
 export function hasFeature(tier: string, feature: Feature): boolean {

@@ -65,6 +65,7 @@ export const FEATURE_TIERS = {
   event_drains: 'pro',
   audit_log_api: 'business',
   overage: 'starter',
+  email_allowlists: 'starter',
 } as const satisfies Record<string, Tier>;
 
 export type Feature = keyof typeof FEATURE_TIERS;

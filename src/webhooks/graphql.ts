@@ -1,7 +1,7 @@
 import type { ArgBuilder } from '@pothos/core';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { builder, type GraphQLContext } from '../graphql/builder.ts';
-import { pageOf } from '../pagination/graphql.ts';
+import { pageArgs, pageOf } from '../pagination/graphql.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
@@ -17,6 +17,7 @@ import { testDelivery } from './test-delivery.ts';
 import { getTransform, setTransform } from './transform.ts';
 import { type TransformView } from '../webhook-config/transform.ts';
 import { updateWebhook } from './update-webhook.ts';
+import { addEmailAllowlistEntry, deleteEmailAllowlistEntry, listEmailAllowlist, type EmailAllowlistEntryView } from './email-allowlist.ts';
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 
@@ -132,6 +133,46 @@ const TestDeliveryRef = builder.objectRef<Probe>('TestDeliveryResult').implement
     automationRunId: t.string({ nullable: true, description: "The Automation transform's run (see GET /v1/automations/{id}/runs).", resolve: (p) => p.automationRunId ?? null }),
   }),
 });
+
+const EmailAllowlistEntryRef = builder.objectRef<EmailAllowlistEntryView>('EmailAllowlistEntry').implement({
+  description: "A sender pattern a webhook's email ingest takes (CONTRACT §12): an address, a domain (example.com), or a local part on any domain (alerts@*); stored lower-cased.",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    pattern: t.exposeString('pattern'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+const EmailAllowlistPageRef = pageOf<EmailAllowlistEntryView>('EmailAllowlistPage', EmailAllowlistEntryRef);
+const EmailAllowlistDeletedRef = builder.objectRef<{ id: string; deleted: boolean }>('EmailAllowlistEntryDeleted').implement({
+  fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted') }),
+});
+
+builder.queryField('webhookEmailAllowlist', (t) =>
+  t.field({
+    type: EmailAllowlistPageRef,
+    description: "The senders the webhook's email ingest takes, oldest first (cursor-paginated; every tier). Empty: every sender. Mail from a sender a non-empty list does not match is answered 250 and dropped.",
+    args: { id: t.arg.id({ required: true }), ...pageArgs },
+    resolve: (_root, args, ctx) => listEmailAllowlist(ctx.rt, ctx.auth.projectId, String(args.id), args),
+  }),
+);
+
+builder.mutationField('addEmailAllowlistEntry', (t) =>
+  t.field({
+    type: EmailAllowlistEntryRef,
+    description: `Adds a sender pattern ${from('email_allowlists')}: an address (ana@example.com), a domain (example.com or *@example.com; not its subdomains) or a local part on any domain (alerts@*). Matched case-insensitively against the From: address (else MAIL FROM). The same pattern twice is 409 already_exists.`,
+    args: { id: t.arg.id({ required: true }), pattern: t.arg.string({ required: true, description: 'At most 254 characters, no spaces, at most one @.' }) },
+    resolve: (_root, args, ctx) => addEmailAllowlistEntry(ctx.rt, ctx.auth.projectId, String(args.id), args.pattern),
+  }),
+);
+
+builder.mutationField('deleteEmailAllowlistEntry', (t) =>
+  t.field({
+    type: EmailAllowlistDeletedRef,
+    description: `Removes a sender pattern ${from('email_allowlists')}; the next mail sees the change.`,
+    args: { id: t.arg.id({ required: true }), entryId: t.arg.id({ required: true }) },
+    resolve: (_root, args, ctx) => deleteEmailAllowlistEntry(ctx.rt, ctx.auth.projectId, String(args.id), String(args.entryId)),
+  }),
+);
 
 // ---------------------------------------------------------------- queries
 
