@@ -205,9 +205,18 @@ describe('the OpenAPI document', () => {
 
   it('describes ingest, health, and the outbound delivery with its Standard Webhooks headers', () => {
     const ingest = doc.paths['/i/{publicId}'].post;
-    expect(Object.keys(ingest.responses).sort()).toEqual(['202', '400', '401', '404', '409', '413', '429', '500', '503']);
+    expect(Object.keys(ingest.responses).sort()).toEqual(['200', '202', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
     expect(ingest.security.map((s: any) => Object.keys(s)[0]).sort()).toEqual(['ingestBearer', 'ingestSecret', 'standardWebhooksSignature']);
-    expect(ingest.parameters.map((x: any) => x.name)).toEqual(expect.arrayContaining(['x-service-deliver-at', 'webhook-id', 'webhook-timestamp', 'webhook-signature']));
+    expect(ingest.parameters.map((x: any) => x.name)).toEqual(expect.arrayContaining(['x-service-deliver-at', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'Idempotency-Key']));
+    // CONTRACT §12: the idempotency and browser-form answers of form ingest, and its preflight.
+    const form = doc.paths['/f/{publicId}'];
+    expect(Object.keys(form.post.responses)).toEqual(expect.arrayContaining(['403', '409', '422']));
+    expect(form.post.parameters.map((x: any) => x.name)).toEqual(expect.arrayContaining(['Idempotency-Key', 'Origin']));
+    expect(Object.keys(form.options.responses)).toEqual(['204', '404']);
+    expect(JSON.stringify(form.post.responses['403'])).toContain('origin_not_allowed');
+    expect(JSON.stringify(ingest.responses['422'])).toContain('idempotency_key_reused');
+    expect(JSON.stringify(ingest.responses['409'])).toContain('idempotency_key_in_progress');
+    expect(doc.paths['/v1/webhooks/{id}/email-allowlist'].post.responses['409']).toBeDefined();
     expect(resolve(ingest.responses['202'].content['application/json'].schema).properties.status.enum).toEqual(['queued', 'scheduled', 'duplicate']);
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     expect(Object.keys(doc.paths['/readyz'].get.responses)).toEqual(['200', '503']);

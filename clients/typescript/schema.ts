@@ -334,13 +334,57 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every version of the ingest and signing secrets, never the secrets themselves
-         * @description Every version of the ingest and signing secrets, never the secrets themselves.
+         * Every version of the ingest, signing and provider pack secrets, never the secrets themselves
+         * @description Every version of the ingest, signing and provider pack secrets, never the secrets themselves.
          */
         get: operations["listWebhookSecrets"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/email-allowlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The senders the webhook's email ingest takes, oldest first
+         * @description The senders the webhook's email ingest takes, oldest first (cursor-paginated; every tier). Empty: every sender. Mail from a sender a non-empty list does not match is answered 250 and dropped.
+         */
+        get: operations["listEmailAllowlist"];
+        put?: never;
+        /**
+         * Adds a sender pattern (Starter and above)
+         * @description Adds a sender pattern (Starter and above): an address (ana@example.com), a domain (example.com or *@example.com; not its subdomains) or a local part on any domain (alerts@*). Matched case-insensitively against the From: address (else MAIL FROM). The same pattern twice is 409 already_exists.
+         */
+        post: operations["addEmailAllowlistEntry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/email-allowlist/{entryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Removes a sender pattern (Starter and above); the next mail sees the change
+         * @description Removes a sender pattern (Starter and above); the next mail sees the change.
+         */
+        delete: operations["deleteEmailAllowlistEntry"];
         options?: never;
         head?: never;
         patch?: never;
@@ -456,7 +500,7 @@ export interface paths {
         get: operations["getWebhookProvider"];
         /**
          * Sets the webhook's provider pack (Starter and above)
-         * @description Sets the webhook's provider pack (Starter and above): ingest then also verifies that provider's own signature. {provider: null} removes it. The secret is kept sealed and never shown; left out, the stored one is kept when the provider stays the same.
+         * @description Sets the webhook's provider pack (Starter and above): ingest then also verifies that provider's own signature. {provider: null} removes it. The secret is kept sealed and never shown; left out, the stored one is kept when the provider stays the same. A new secret for the same provider keeps the previous one valid for graceSeconds (both verify); its versions are listed by webhookSecrets (kind provider).
          */
         put: operations["setWebhookProvider"];
         post?: never;
@@ -1441,13 +1485,19 @@ export interface paths {
         put?: never;
         /**
          * Send a form post to a webhook
-         * @description The webhook's `formIngestUrl`, for plain HTML forms and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered).
+         * @description The webhook's `formIngestUrl`, for plain HTML forms, `fetch` from browsers and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature); a webhook whose `formAccess` is `public` needs none (the publicId is the credential). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered, no key recorded); `_idempotency_key` (as the `Idempotency-Key` header, which it stands in for; "the same body" is the fields in order, controls left out, and each file's field, filename, content type and sha256).
+         *
+         *     Browsers: a request with an `Origin` the webhook's `formAllowedOrigins` does not list (`*` lists every one; `Origin: null` matches only `*`) is refused 403 `origin_not_allowed`, after authentication; a request without `Origin` is not subject to the list. Every answer (errors included) carries `Access-Control-Allow-Origin` (the origin when listed, `*` when `*` is listed; none for an origin not listed) and `Vary: Origin` under an exact list.
          *
          *     The delivered body is the `form.submitted` JSON envelope (`fields`, a repeated name as an array; `files` with `field`, `filename`, `contentType`, `size`, `sha256` and, where the project keeps file content, `fileRef`). Caps, refused with 413 while streaming: 15728640 bytes per file, 52428800 per post, 100 files, 1000 fields, 256-byte names, 1048576-byte values, 8388608 bytes of fields together.
          */
         post: operations["ingestForm"];
         delete?: never;
-        options?: never;
+        /**
+         * The form's CORS preflight
+         * @description What a browser asks before a `fetch` post with a non-simple header (`Idempotency-Key`) or content type. 204 with `Access-Control-Allow-Origin` (the origin when `formAllowedOrigins` lists it, `*` when `*` is listed), `Access-Control-Allow-Methods: POST`, `Access-Control-Allow-Headers: content-type, idempotency-key` and `Access-Control-Max-Age: 600`; for an origin not listed, 204 without CORS headers (the browser then refuses). No secret is needed.
+         */
+        options: operations["preflightForm"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1811,8 +1861,17 @@ export interface components {
             /** @enum {string} */
             deliveryMode: "parallel" | "strict_fifo";
             emailIngestAddress: string;
+            /** @description Form ingest: secret (the ingest secret is required, default) or public (the publicId in the URL is the credential). */
+            formAccess: string;
+            /** @description Origins a browser may post the form from: ["*"] (default) or exact origins (scheme://host[:port]). */
+            formAllowedOrigins: string[];
             formIngestUrl: string;
             id: string;
+            /**
+             * Format: int32
+             * @description How long accepted Idempotency-Keys are remembered, in seconds (default 86400; 0: recorded on the delivery, never enforced).
+             */
+            idempotencyWindowSeconds: number;
             /** @description Shown only on create and on rotation. */
             ingestSecret: string;
             ingestUrl: string;
@@ -1854,6 +1913,8 @@ export interface components {
             destination: unknown;
             eventId: string;
             id: string;
+            /** @description The producer's Idempotency-Key (or the webhook-id of the Standard Webhooks signature that authenticated it) of the ingest that made this delivery; null when none, and for replays. */
+            idempotencyKey?: string | null;
             lastAttempt?: components["schemas"]["LastAttempt"] | null;
             /** Format: date-time */
             nextAttemptAt?: string | null;
@@ -1963,6 +2024,24 @@ export interface components {
         /** @description The exact hosts Automations’ ctx.fetch may reach; empty: egress blocked. */
         EgressPolicy: {
             allowedHosts: string[];
+        };
+        /** @description A sender pattern a webhook's email ingest takes (CONTRACT §12): an address, a domain (example.com), or a local part on any domain (alerts@*); stored lower-cased. */
+        EmailAllowlistEntry: {
+            /** Format: date-time */
+            createdAt: string;
+            id: string;
+            pattern: string;
+        };
+        EmailAllowlistEntryDeleted: {
+            deleted: boolean;
+            id: string;
+        };
+        /** @description One page of a cursor list. */
+        EmailAllowlistPage: {
+            /** @description At most `limit` items. */
+            items: components["schemas"]["EmailAllowlistEntry"][];
+            /** @description Pass it as `cursor` (with the same filters) for the next page; null on the last page. */
+            nextCursor?: string | null;
         };
         /** @description An event drain: the project's state changes, streamed in signed batches. */
         EventDrain: {
@@ -2482,8 +2561,17 @@ export interface components {
             /** @enum {string} */
             deliveryMode: "parallel" | "strict_fifo";
             emailIngestAddress: string;
+            /** @description Form ingest: secret (the ingest secret is required, default) or public (the publicId in the URL is the credential). */
+            formAccess: string;
+            /** @description Origins a browser may post the form from: ["*"] (default) or exact origins (scheme://host[:port]). */
+            formAllowedOrigins: string[];
             formIngestUrl: string;
             id: string;
+            /**
+             * Format: int32
+             * @description How long accepted Idempotency-Keys are remembered, in seconds (default 86400; 0: recorded on the delivery, never enforced).
+             */
+            idempotencyWindowSeconds: number;
             ingestUrl: string;
             /** Format: int32 */
             maxInFlight: number;
@@ -2596,7 +2684,7 @@ export interface components {
              * @description null for the current version
              */
             expiresAt?: string | null;
-            /** @description ingest or signing */
+            /** @description ingest, signing, or provider (the provider pack's secret) */
             kind: string;
             /** @description current, grace or expired */
             state: string;
@@ -2689,7 +2777,7 @@ export interface components {
              */
             deliveryId: string;
             /**
-             * @description scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the original's; nothing is stored).
+             * @description scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the request's idempotency key was accepted within the webhook's idempotencyWindowSeconds with the same body, or the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the first request's; nothing is stored, delivered or charged).
              * @enum {string}
              */
             status: "queued" | "scheduled" | "duplicate";
@@ -3227,6 +3315,15 @@ export interface operations {
                     deliveryMode?: components["schemas"]["DeliveryMode"] | null;
                     /** @description The default destination as a whole: {name?, type, config}. */
                     destination?: unknown;
+                    /** @description Form ingest: secret (default; the ingest secret is required, as on HTTP ingest) or public (the publicId in the URL is the credential; quotas, honeypot and caps apply). */
+                    formAccess?: string | null;
+                    /** @description Origins a browser may post the form from: ["*"] (default) or exact origins such as https://www.example.com (scheme://host[:port], no path, no trailing slash). A post from an origin not listed is 403 origin_not_allowed. */
+                    formAllowedOrigins?: string[] | null;
+                    /**
+                     * Format: int32
+                     * @description How long accepted Idempotency-Keys (or authenticating Standard Webhooks webhook-ids) are remembered, 0..604800 seconds (default 86400): a retry with the same key and body answers 202 with the first eventId and deliveryId and status duplicate; another body is 422 idempotency_key_reused. 0: the key is recorded on the delivery, never enforced. null: the default.
+                     */
+                    idempotencyWindowSeconds?: number | null;
                     /**
                      * Format: int32
                      * @description Attempts in flight at once, 1..100 (default 10).
@@ -3350,6 +3447,15 @@ export interface operations {
                     deliveryMode?: components["schemas"]["DeliveryMode"] | null;
                     /** @description The default destination as a whole: {name?, type, config}. */
                     destination?: unknown;
+                    /** @description Form ingest: secret (default; the ingest secret is required, as on HTTP ingest) or public (the publicId in the URL is the credential; quotas, honeypot and caps apply). */
+                    formAccess?: string | null;
+                    /** @description Origins a browser may post the form from: ["*"] (default) or exact origins such as https://www.example.com (scheme://host[:port], no path, no trailing slash). A post from an origin not listed is 403 origin_not_allowed. */
+                    formAllowedOrigins?: string[] | null;
+                    /**
+                     * Format: int32
+                     * @description How long accepted Idempotency-Keys (or authenticating Standard Webhooks webhook-ids) are remembered, 0..604800 seconds (default 86400): a retry with the same key and body answers 202 with the first eventId and deliveryId and status duplicate; another body is 422 idempotency_key_reused. 0: the key is recorded on the delivery, never enforced. null: the default.
+                     */
+                    idempotencyWindowSeconds?: number | null;
                     /**
                      * Format: int32
                      * @description Attempts in flight at once, 1..100 (default 10).
@@ -3832,6 +3938,141 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listEmailAllowlist: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `nextCursor`. A cursor is signed and bound to its list and filters: a changed or foreign one is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Id of the webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailAllowlistPage"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    addEmailAllowlistEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are 400. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description At most 254 characters, no spaces, at most one @. */
+                    pattern: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailAllowlistEntry"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            /** @description `already_exists`: the same entry is already there. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteEmailAllowlistEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the record. */
+                entryId: string;
+                /** @description Id of the webhook. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailAllowlistEntryDeleted"];
+                };
+            };
+            /** @description The request is malformed: `param` names the parameter or field at fault. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TierRequired"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listDestinations: {
         parameters: {
             query?: never;
@@ -4238,6 +4479,11 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /**
+                     * Format: int32
+                     * @description With a new secret for the same provider: how long the previous secret stays valid beside it, 0..2592000 seconds (default 86400; 0 drops it at once). Another provider drops the old secret at once.
+                     */
+                    graceSeconds?: number | null;
                     /** @description One of providers { items { id } }, or null to remove. */
                     provider?: string | null;
                     /** @description The provider's secret (or public key, for Discord and SendGrid). */
@@ -5748,6 +5994,8 @@ export interface operations {
                 eventId?: string;
                 /** @description ISO 8601 or Unix seconds (inclusive). */
                 from?: string;
+                /** @description Only the deliveries ingested with this Idempotency-Key (or authenticating webhook-id). */
+                idempotencyKey?: string;
                 /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Only deliveries in this status: queued, scheduled, delivering, retrying, succeeded, failed or cancelled. */
@@ -5974,6 +6222,8 @@ export interface operations {
                 eventId?: string;
                 /** @description ISO 8601 or Unix seconds (inclusive). */
                 from?: string;
+                /** @description Only the deliveries ingested with this Idempotency-Key (or authenticating webhook-id). */
+                idempotencyKey?: string;
                 /** @description Page size; values outside 1..100 are clamped, a non-integer is 400 `invalid_limit`. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Only deliveries in this status: queued, scheduled, delivering, retrying, succeeded, failed or cancelled. */
@@ -6029,6 +6279,8 @@ export interface operations {
                     eventId?: string | null;
                     /** @description ISO 8601 or Unix seconds (inclusive). */
                     from?: string | null;
+                    /** @description Only the deliveries ingested with this Idempotency-Key (or authenticating webhook-id). */
+                    idempotencyKey?: string | null;
                     /** @description Only deliveries in this status: queued, scheduled, delivering, retrying, succeeded, failed or cancelled. */
                     status?: string | null;
                     /** @description ISO 8601 or Unix seconds (exclusive). */
@@ -6856,6 +7108,8 @@ export interface operations {
                 "webhook-timestamp"?: string;
                 /** @description Standard Webhooks signature: `v1,<base64 HMAC-SHA256>` made with the ingest secret; several may be given, space-separated. */
                 "webhook-signature"?: string;
+                /** @description 1 to 255 printable ASCII characters (else 400, `param: "idempotency-key"`). Per webhook, remembered for its `idempotencyWindowSeconds` (default 86400): the same key with the same body answers 202 with the first request's ids and `status: "duplicate"` (nothing stored or charged; checked before the quotas and the pause); with another body 422 `idempotency_key_reused`; while the first has not committed, 409 `idempotency_key_in_progress` with Retry-After. Without it, the `webhook-id` of a Standard Webhooks signature that authenticated the request is the key. Shown as the delivery's `idempotencyKey`. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The webhook's `publicId` (also the last segment of its `ingestUrl`). */
@@ -6872,7 +7126,18 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted: stored and queued. */
+            /** @description Slack's URL verification: on a webhook with the `slack` provider pack, a correctly signed `{"type": "url_verification", "challenge": "…"}` is answered at once with the challenge; nothing is stored, delivered or counted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        challenge: string;
+                    };
+                };
+            };
+            /** @description Accepted: stored and queued (or a duplicate of an accepted request: see `status`). */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -6881,7 +7146,7 @@ export interface operations {
                     "application/json": components["schemas"]["IngestAccepted"];
                 };
             };
-            /** @description `invalid_request`: a malformed `x-service-deliver-at`, or one sent to a strict_fifo webhook. */
+            /** @description `invalid_request`: a malformed `x-service-deliver-at`, or one sent to a strict_fifo webhook; a malformed `Idempotency-Key`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6908,9 +7173,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `webhook_paused`: the webhook is paused; `quota_exceeded` (`stored_payload_bytes`, `backlog_depth`): stored payloads or pending deliveries are at their limit. */
+            /** @description `idempotency_key_in_progress`: a request with this key has not committed yet (Retry-After); `webhook_paused`: the webhook is paused; `quota_exceeded` (`stored_payload_bytes`, `backlog_depth`): stored payloads or pending deliveries are at their limit. */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6919,6 +7185,15 @@ export interface operations {
             };
             /** @description The body is over 10485760 bytes (refused while streaming). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_key_reused`: the key was accepted with another body within the window. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7128,7 +7403,12 @@ export interface operations {
     ingestForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters (else 400, `param: "idempotency-key"`). Per webhook, remembered for its `idempotencyWindowSeconds` (default 86400): the same key with the same body answers 202 with the first request's ids and `status: "duplicate"` (nothing stored or charged; checked before the quotas and the pause); with another body 422 `idempotency_key_reused`; while the first has not committed, 409 `idempotency_key_in_progress` with Retry-After. Without it, the `webhook-id` of a Standard Webhooks signature that authenticated the request is the key. Shown as the delivery's `idempotencyKey`. */
+                "Idempotency-Key"?: string;
+                /** @description The page's origin, sent by browsers: checked against `formAllowedOrigins`. */
+                Origin?: string;
+            };
             path: {
                 /** @description The webhook's `publicId`. */
                 publicId: string;
@@ -7146,24 +7426,32 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted: stored and queued. */
+            /** @description Accepted: stored and queued (or a duplicate of an accepted post: see `status`). */
             202: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["IngestAccepted"];
                 };
             };
-            /** @description Accepted (or a honeypot post), with `_redirect`: see other. */
+            /** @description Accepted (a duplicate too, or a honeypot post), with `_redirect`: see other. */
             303: {
                 headers: {
                     Location?: string;
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description A malformed body, or a `_redirect` that is not an http(s) URL. */
+            /** @description A malformed body, a `_redirect` that is not an http(s) URL, or a malformed idempotency key. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7172,8 +7460,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No valid ingest secret or signature. */
+            /** @description No valid ingest secret or signature (and `formAccess` is `secret`). */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `origin_not_allowed`: the request's `Origin` is not in `formAllowedOrigins` (the answer carries no CORS headers). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7190,7 +7487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas). */
+            /** @description `idempotency_key_in_progress` (Retry-After), `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7217,6 +7514,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `idempotency_key_reused`: the key was accepted with another body within the window. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `quota_exceeded` (`ingest_rate`, `monthly_deliveries`). */
             429: {
                 headers: {
@@ -7229,6 +7535,46 @@ export interface operations {
             };
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    preflightForm: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The page's origin. */
+                Origin?: string;
+            };
+            path: {
+                /** @description The webhook's `publicId`. */
+                publicId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The preflight answer (CORS headers only for a listed origin). */
+            204: {
+                headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
+                    "Access-Control-Allow-Methods"?: "POST";
+                    "Access-Control-Allow-Headers"?: "content-type, idempotency-key";
+                    "Access-Control-Max-Age"?: "600";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No webhook with this public id, or an archived one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getSignedFile: {

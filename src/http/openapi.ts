@@ -434,13 +434,22 @@ function ingestAccepted(): Json {
         type: 'string',
         enum: ['queued', 'scheduled', 'duplicate'],
         description:
-          "scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the original's; nothing is stored).",
+          "scheduled when x-service-deliver-at or the default delay puts it later; duplicate when the request's idempotency key was accepted within the webhook's idempotencyWindowSeconds with the same body, or the webhook's dedupeWindowSeconds is on and the provider's delivery id was accepted within it (the ids are the first request's; nothing is stored, delivered or charged).",
       },
     },
   };
 }
 
 const headerParam = (name: string, description: string, schema: Json = { type: 'string' }) => ({ name, in: 'header', required: false, description, schema });
+
+/** CONTRACT §12: the Idempotency-Key header of HTTP and form ingest. */
+const idempotencyKeyParam = () =>
+  headerParam(
+    'Idempotency-Key',
+    "1 to 255 printable ASCII characters (else 400, `param: \"idempotency-key\"`). Per webhook, remembered for its `idempotencyWindowSeconds` (default 86400): the same key with the same body answers 202 with the first request's ids and `status: \"duplicate\"` (nothing stored or charged; checked before the quotas and the pause); with another body 422 `idempotency_key_reused`; while the first has not committed, 409 `idempotency_key_in_progress` with Retry-After. Without it, the `webhook-id` of a Standard Webhooks signature that authenticated the request is the key. Shown as the delivery's `idempotencyKey`.",
+    { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+  );
+const keyReused = () => ({ description: '`idempotency_key_reused`: the key was accepted with another body within the window.', content: errorContent([new IdempotencyKeyReused()]) });
 
 /** The public routes beside `/v1`: HTTP ingest and health. */
 function publicPaths(): Json {
@@ -466,6 +475,7 @@ function publicPaths(): Json {
           headerParam('webhook-id', 'Standard Webhooks signature: the message id (with webhook-timestamp and webhook-signature).'),
           headerParam('webhook-timestamp', 'Standard Webhooks signature: Unix time in seconds.'),
           headerParam('webhook-signature', 'Standard Webhooks signature: `v1,<base64 HMAC-SHA256>` made with the ingest secret; several may be given, space-separated.'),
+          idempotencyKeyParam(),
         ],
         requestBody: {
           required: false,
@@ -473,15 +483,25 @@ function publicPaths(): Json {
           content: { 'application/json': { schema: {} }, 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } }, '*/*': { schema: {} } },
         },
         responses: {
-          '202': { description: 'Accepted: stored and queued.', content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
-          '400': { description: '`invalid_request`: a malformed `x-service-deliver-at`, or one sent to a strict_fifo webhook.', content: errorContent([new InvalidRequest('x-service-deliver-at must be an ISO 8601 date-time or Unix time in seconds.', 'x-service-deliver-at')]) },
+          '200': {
+            description: "Slack's URL verification: on a webhook with the `slack` provider pack, a correctly signed `{\"type\": \"url_verification\", \"challenge\": \"…\"}` is answered at once with the challenge; nothing is stored, delivered or counted.",
+            content: { 'application/json': { schema: { type: 'object', required: ['challenge'], properties: { challenge: { type: 'string' } } } } },
+          },
+          '202': { description: 'Accepted: stored and queued (or a duplicate of an accepted request: see `status`).', content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
+          '400': {
+            description: '`invalid_request`: a malformed `x-service-deliver-at`, or one sent to a strict_fifo webhook; a malformed `Idempotency-Key`.',
+            content: errorContent([new InvalidRequest('x-service-deliver-at must be an ISO 8601 date-time or Unix time in seconds.', 'x-service-deliver-at'), new InvalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'idempotency-key')]),
+          },
           '401': { description: 'No valid ingest secret or signature.', content: errorContent([new Unauthorized('Show the ingest secret (Authorization: Bearer whsec_… or x-webhook-secret: whsec_…) or sign the request the Standard Webhooks way.')]) },
           '404': { description: 'No webhook with this public id, or an archived one.', content: errorContent([new NotFound('webhook')]) },
           '409': {
-            description: '`webhook_paused`: the webhook is paused; `quota_exceeded` (`stored_payload_bytes`, `backlog_depth`): stored payloads or pending deliveries are at their limit.',
-            content: errorContent([new WebhookPaused(), ...ingestQuotas409]),
+            description:
+              '`idempotency_key_in_progress`: a request with this key has not committed yet (Retry-After); `webhook_paused`: the webhook is paused; `quota_exceeded` (`stored_payload_bytes`, `backlog_depth`): stored payloads or pending deliveries are at their limit.',
+            headers: { 'Retry-After': ref('headers', 'RetryAfter') },
+            content: errorContent([new IdempotencyKeyInProgress(), new WebhookPaused(), ...ingestQuotas409]),
           },
           '413': { description: `The body is over ${INGEST_BODY_LIMIT} bytes (refused while streaming).`, content: errorContent([new PayloadTooLarge(INGEST_BODY_LIMIT)]) },
+          '422': keyReused(),
           '429': {
             description: '`quota_exceeded` (`ingest_rate`, `monthly_deliveries`): too many requests per second, or the month\'s deliveries are used up; Retry-After says when to try again.',
             headers: { 'Retry-After': ref('headers', 'RetryAfter') },
@@ -599,6 +619,12 @@ function bytesOperation(route: BytesRoute): Json {
   };
 }
 
+/** The CORS headers of every form answer for a listed origin (CONTRACT §12). */
+const corsHeaders = (): Json => ({
+  'Access-Control-Allow-Origin': { description: "The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise.", schema: { type: 'string' } },
+  Vary: { description: '`Origin` under an exact-origin list.', schema: { type: 'string' } },
+});
+
 /** Form ingest and signed file links: public routes beside `/v1`. */
 function filePublicPaths(): Json {
   const fileQuota = new QuotaExceeded({ quota: 'file_storage_bytes', scope: 'project', limit: 100, current: 100, delta: 1 });
@@ -609,12 +635,14 @@ function filePublicPaths(): Json {
         tags: ['Ingest'],
         summary: 'Send a form post to a webhook',
         description: [
-          "The webhook's `formIngestUrl`, for plain HTML forms and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered).",
+          "The webhook's `formIngestUrl`, for plain HTML forms, `fetch` from browsers and `multipart/form-data` uploads. The producer shows the ingest secret as a `_secret` field, or as on HTTP ingest (header or Standard Webhooks signature); a webhook whose `formAccess` is `public` needs none (the publicId is the credential). Fields starting with `_` are controls and never delivered: `_secret`; `_redirect` (an http(s) URL: the answer is then 303 to it); `_honeypot` (non-empty: answered as accepted, nothing stored or delivered, no key recorded); `_idempotency_key` (as the `Idempotency-Key` header, which it stands in for; \"the same body\" is the fields in order, controls left out, and each file's field, filename, content type and sha256).",
+          '',
+          "Browsers: a request with an `Origin` the webhook's `formAllowedOrigins` does not list (`*` lists every one; `Origin: null` matches only `*`) is refused 403 `origin_not_allowed`, after authentication; a request without `Origin` is not subject to the list. Every answer (errors included) carries `Access-Control-Allow-Origin` (the origin when listed, `*` when `*` is listed; none for an origin not listed) and `Vary: Origin` under an exact list.",
           '',
           `The delivered body is the \`form.submitted\` JSON envelope (\`fields\`, a repeated name as an array; \`files\` with \`field\`, \`filename\`, \`contentType\`, \`size\`, \`sha256\` and, where the project keeps file content, \`fileRef\`). Caps, refused with 413 while streaming: ${FORM_LIMITS.fileBytes} bytes per file, ${FORM_LIMITS.postFileBytes} per post, ${FORM_LIMITS.files} files, ${FORM_LIMITS.fields} fields, ${FORM_LIMITS.fieldNameBytes}-byte names, ${FORM_LIMITS.fieldValueBytes}-byte values, ${FORM_LIMITS.fieldBytes} bytes of fields together.`,
         ].join('\n'),
         security: [{}, { ingestBearer: [] }, { ingestSecret: [] }, { standardWebhooksSignature: [] }],
-        parameters: [{ name: 'publicId', in: 'path', required: true, description: "The webhook's `publicId`.", schema: { type: 'string' } }],
+        parameters: [{ name: 'publicId', in: 'path', required: true, description: "The webhook's `publicId`.", schema: { type: 'string' } }, idempotencyKeyParam(), headerParam('Origin', "The page's origin, sent by browsers: checked against `formAllowedOrigins`.")],
         requestBody: {
           required: true,
           content: {
@@ -623,17 +651,46 @@ function filePublicPaths(): Json {
           },
         },
         responses: {
-          '202': { description: 'Accepted: stored and queued.', content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
-          '303': { description: 'Accepted (or a honeypot post), with `_redirect`: see other.', headers: { Location: { schema: { type: 'string' } } } },
-          '400': { description: 'A malformed body, or a `_redirect` that is not an http(s) URL.', content: errorContent([new InvalidRequest('_redirect must be an absolute http or https URL.', '_redirect')]) },
-          '401': { description: 'No valid ingest secret or signature.', content: errorContent([new Unauthorized('Show the ingest secret.')]) },
+          '202': { description: 'Accepted: stored and queued (or a duplicate of an accepted post: see `status`).', headers: corsHeaders(), content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
+          '303': { description: 'Accepted (a duplicate too, or a honeypot post), with `_redirect`: see other.', headers: { Location: { schema: { type: 'string' } }, ...corsHeaders() } },
+          '400': {
+            description: 'A malformed body, a `_redirect` that is not an http(s) URL, or a malformed idempotency key.',
+            content: errorContent([new InvalidRequest('_redirect must be an absolute http or https URL.', '_redirect'), new InvalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'idempotency-key')]),
+          },
+          '401': { description: 'No valid ingest secret or signature (and `formAccess` is `secret`).', content: errorContent([new Unauthorized('Show the ingest secret.')]) },
+          '403': { description: "`origin_not_allowed`: the request's `Origin` is not in `formAllowedOrigins` (the answer carries no CORS headers).", content: errorContent([new OriginNotAllowed()]) },
           '404': { description: 'No webhook with this public id, or an archived one.', content: errorContent([new NotFound('webhook')]) },
-          '409': { description: '`webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas).', content: errorContent([new WebhookPaused(), fileQuota]) },
+          '409': {
+            description: '`idempotency_key_in_progress` (Retry-After), `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas).',
+            content: errorContent([new IdempotencyKeyInProgress(), new WebhookPaused(), fileQuota]),
+          },
           '413': { description: 'A cap passed (refused while streaming; nothing stored).', content: errorContent([new PayloadTooLarge(FORM_LIMITS.fileBytes)]) },
           '415': { description: 'Not a form content type.', content: errorContent([new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.')]) },
+          '422': keyReused(),
           '429': { description: '`quota_exceeded` (`ingest_rate`, `monthly_deliveries`).', headers: { 'Retry-After': ref('headers', 'RetryAfter') }, content: errorContent([new QuotaExceeded({ quota: 'ingest_rate', scope: 'project', limit: 3, current: 3, delta: 1, retryAfterSec: 1 })]) },
           '500': ref('responses', 'Internal'),
           '503': ref('responses', 'Unavailable'),
+        },
+      },
+      options: {
+        operationId: 'preflightForm',
+        tags: ['Ingest'],
+        summary: "The form's CORS preflight",
+        description:
+          "What a browser asks before a `fetch` post with a non-simple header (`Idempotency-Key`) or content type. 204 with `Access-Control-Allow-Origin` (the origin when `formAllowedOrigins` lists it, `*` when `*` is listed), `Access-Control-Allow-Methods: POST`, `Access-Control-Allow-Headers: content-type, idempotency-key` and `Access-Control-Max-Age: 600`; for an origin not listed, 204 without CORS headers (the browser then refuses). No secret is needed.",
+        security: [],
+        parameters: [{ name: 'publicId', in: 'path', required: true, description: "The webhook's `publicId`.", schema: { type: 'string' } }, headerParam('Origin', "The page's origin.")],
+        responses: {
+          '204': {
+            description: 'The preflight answer (CORS headers only for a listed origin).',
+            headers: {
+              ...corsHeaders(),
+              'Access-Control-Allow-Methods': { schema: { type: 'string', const: 'POST' } },
+              'Access-Control-Allow-Headers': { schema: { type: 'string', const: 'content-type, idempotency-key' } },
+              'Access-Control-Max-Age': { schema: { type: 'string', const: '600' } },
+            },
+          },
+          '404': { description: 'No webhook with this public id, or an archived one.', content: errorContent([new NotFound('webhook')]) },
         },
       },
     },
