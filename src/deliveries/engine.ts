@@ -16,7 +16,7 @@ export interface DeliveryEngine {
   recorder: AttemptRecorder;
   /** The per-webhook metrics roll-ups of recorded results (flushed once a second; undefined with METRICS_ROLLUPS=off). */
   rollups?: RollupWriter;
-  /** The senders of every destination type (webhook, SQS, EventBridge, Pub/Sub, object storage). */
+  /** The senders of every destination type (webhook, SQS, EventBridge, Pub/Sub, object storage, cli). */
   senders: DestinationSenders;
   /** The drains running on this runner, by webhook (see attemptDelivery). */
   drains: Map<string, Drain>;
@@ -25,6 +25,10 @@ export interface DeliveryEngine {
 
 export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   const rollups = rt.config.METRICS_ROLLUPS === 'on' ? new RollupWriter(rt.db.relaxedPool) : undefined;
-  const senders = createDestinationSenders({ allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS, allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS });
+  const senders = createDestinationSenders({
+    allowPrivate: rt.config.ALLOW_PRIVATE_DESTINATIONS,
+    allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS,
+    listen: { pool: rt.db.relaxedPool, pubsub: rt.pubsub },
+  });
   return { rt, rollups, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rollups), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }

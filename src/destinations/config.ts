@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret } from '../encryption.ts';
 import { parseInput } from '../validation.ts';
 import { headerMapSchema } from '../webhook-config/custom-headers.ts';
 
-export const DESTINATION_TYPES = ['webhook', 'aws_sqs', 'aws_eventbridge', 'gcp_pubsub', 'object_storage'] as const;
+export const DESTINATION_TYPES = ['webhook', 'aws_sqs', 'aws_eventbridge', 'gcp_pubsub', 'object_storage', 'cli'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 
 const httpUrl = z
@@ -33,6 +33,10 @@ const CONFIG_SCHEMAS = {
       forcePathStyle: z.boolean().optional(),
       credentials: awsCredentials,
     })
+    .strict(),
+  // Delivered through `relay listen` (CONTRACT §13): no address, so the server never connects anywhere for it.
+  cli: z
+    .object({ url: z.undefined({ invalid_type_error: 'a cli destination takes no url: `relay listen WEBHOOK_ID --forward-to URL` sends its deliveries from your machine' }).optional() })
     .strict(),
 } satisfies Record<DestinationType, z.ZodTypeAny>;
 

@@ -9,7 +9,7 @@ export const DestinationRef = builder.prismaObject('Destination', {
     id: t.exposeID('id'),
     webhookId: t.exposeID('webhookId'),
     name: t.exposeString('name'),
-    type: t.exposeString('type', { description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub or object_storage' }),
+    type: t.exposeString('type', { description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli' }),
     isDefault: t.exposeBoolean('isDefault'),
     config: t.field({ type: 'JSON', description: 'The type-specific settings, without credentials.', resolve: (d) => publicConfig(d.config) }),
     hasCredentials: t.boolean({ description: 'Whether credentials are stored (they are never returned).', resolve: (d) => hasCredentials(d.config) }),
@@ -38,12 +38,12 @@ builder.queryField('webhookDestinations', (t) =>
 builder.mutationField('createDestination', (t) =>
   t.prismaField({
     type: 'Destination',
-    description: `Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need the ${FEATURE_TIERS.typed_destinations} tier or above.`,
+    description: `Adds a named destination to a webhook, for routing rules to pick. Types other than webhook and cli need the ${FEATURE_TIERS.typed_destinations} tier or above.`,
     args: {
       id: t.arg.id({ required: true, description: 'The webhook.' }),
       name: t.arg.string({ required: true, description: 'Unique within the webhook.' }),
-      type: t.arg.string({ required: true, description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub or object_storage.' }),
-      config: t.arg({ type: 'JSON', required: true, description: 'The type-specific settings (webhook: {url, method?, headers?}), with credentials where the type needs them.' }),
+      type: t.arg.string({ required: true, description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli.' }),
+      config: t.arg({ type: 'JSON', required: true, description: 'The type-specific settings (webhook: {url, method?, headers?}; cli: {}, delivered through relay listen), with credentials where the type needs them.' }),
     },
     resolve: (_q, _root, { id, ...input }, ctx) => createDestination(ctx.rt, ctx.auth.projectId, String(id), input),
   }),

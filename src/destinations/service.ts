@@ -16,9 +16,12 @@ export const DEFAULT_DESTINATION_NAME = 'default';
 const MAX_DESTINATIONS = 50;
 const nameSchema = z.string().trim().min(1).max(200);
 
-/** 403 before any validation, as the contract orders checks: typed destinations are Pro and above. */
+/** Types every tier may use: HTTP, and `cli` (local development through `relay listen`, CONTRACT §13). */
+const UNGATED_TYPES: readonly unknown[] = ['webhook', 'cli'];
+
+/** 403 before any validation, as the contract orders checks: typed (non-HTTP) destinations are Pro and above. */
 export function requireDestinationType(tier: string, type: unknown): void {
-  if (type !== 'webhook' && (DESTINATION_TYPES as readonly unknown[]).includes(type)) requireFeature(tier, 'typed_destinations');
+  if (!UNGATED_TYPES.includes(type) && (DESTINATION_TYPES as readonly unknown[]).includes(type)) requireFeature(tier, 'typed_destinations');
 }
 
 export interface DestinationInput {

@@ -5,6 +5,7 @@ import '../projects/graphql.ts';
 import '../deliveries/graphql.ts';
 import '../conversations/graphql.ts';
 import '../destinations/graphql.ts';
+import '../destinations/listen/graphql.ts';
 import '../routing/graphql.ts';
 import '../schedules/graphql.ts';
 import '../webhooks/graphql.ts';

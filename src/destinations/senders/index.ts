@@ -3,10 +3,13 @@ import { log } from '../../log.ts';
 import { destinationCredentials, type DestinationSnapshot, type DestinationType } from '../config.ts';
 import type { DestinationSend, DestinationSender, SenderOptions } from './types.ts';
 import { createWebhookSender } from './webhook.ts';
+import { createCliSender, type ListenChannel } from './cli.ts';
+import { NO_LISTENER } from '../listen/wire.ts';
 
 export type { DestinationSend } from './types.ts';
+export type { ListenChannel } from './cli.ts';
 
-type CloudType = Exclude<DestinationType, 'webhook'>;
+type CloudType = Exclude<DestinationType, 'webhook' | 'cli'>;
 // any: each factory takes its own type's config and credentials (checked when the destination was saved).
 type Factory = (config: any, credentials: any, opts: SenderOptions) => Promise<DestinationSender>;
 
@@ -30,15 +33,18 @@ interface Entry {
 }
 
 /**
- * The senders of every destination type. `webhook` shares one HTTP client; the cloud types get
+ * The senders of every destination type. `webhook` shares one HTTP client; `cli` hands deliveries
+ * to `relay listen` sessions through `listen` (the process's database and pub/sub; without it,
+ * every cli attempt fails `no listener connected`); the cloud types get
  * one client per destination config and credentials (the snapshot's stored config, credentials
  * still sealed, is the key: a changed destination gets a new client, an unchanged one reuses its
  * connections across deliveries).
  */
-export function createDestinationSenders(opts: SenderOptions & { maxClients?: number }) {
+export function createDestinationSenders(opts: SenderOptions & { maxClients?: number; listen?: ListenChannel }) {
   const max = Math.max(1, opts.maxClients ?? MAX_CLIENTS);
   const http = createOutboundClient({ allowPrivate: opts.allowPrivate });
   const webhook = createWebhookSender(http);
+  const cli = opts.listen ? createCliSender(opts.listen) : undefined;
   const entries = new Map<string, Entry>();
 
   const close = (entry: Entry) =>
@@ -76,6 +82,7 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
     /** Sends one delivery to its destination; never throws. */
     async send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
       if ((destination.type ?? 'webhook') === 'webhook') return webhook.send(destination, req);
+      if (destination.type === 'cli') return cli ? cli.send(destination, req) : { durationMs: 0, error: NO_LISTENER, failure: 'network' };
       let entry: Entry;
       try {
         entry = acquire(destination);
@@ -103,6 +110,7 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
     },
     async close() {
       http.close();
+      await cli?.close();
       const all = [...entries.values()];
       entries.clear();
       for (const e of all) e.evicted = true;

@@ -2,7 +2,7 @@ import type { DestinationSnapshot } from '../config.ts';
 import type { OutboundClient, OutboundResult } from './http.ts';
 import type { DestinationSend } from './types.ts';
 
-const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
+export const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
 
 /**
  * The `webhook` destination: one HTTP request to the destination's URL with the dispatch
