@@ -405,7 +405,7 @@ export interface paths {
         put?: never;
         /**
          * Adds a named destination to a webhook, for routing rules to pick
-         * @description Adds a named destination to a webhook, for routing rules to pick. Types other than webhook need the pro tier or above.
+         * @description Adds a named destination to a webhook, for routing rules to pick. Types other than webhook and cli need the pro tier or above.
          */
         post: operations["createDestination"];
         delete?: never;
@@ -1961,8 +1961,10 @@ export interface components {
             hasCredentials: boolean;
             id: string;
             isDefault: boolean;
+            /** @description cli destinations: whether a relay listen session takes its deliveries now. Always false for other types. */
+            listenerConnected: boolean;
             name: string;
-            /** @description webhook, aws_sqs, aws_eventbridge, gcp_pubsub or object_storage */
+            /** @description webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli */
             type: string;
             /** Format: date-time */
             updatedAt: string;
@@ -4123,11 +4125,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The type-specific settings (webhook: {url, method?, headers?}), with credentials where the type needs them. */
+                    /** @description The type-specific settings (webhook: {url, method?, headers?}; cli: {}, delivered through relay listen), with credentials where the type needs them. */
                     config: unknown;
                     /** @description Unique within the webhook. */
                     name: string;
-                    /** @description webhook, aws_sqs, aws_eventbridge, gcp_pubsub or object_storage. */
+                    /** @description webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli. */
                     type: string;
                 };
             };
