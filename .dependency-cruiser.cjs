@@ -52,6 +52,20 @@ module.exports = {
       to: { path: `^src/(${DOMAINS})/`, pathNot: ['^src/$1/', ...PUBLIC] },
     },
     {
+      name: 'relay-command-is-a-client',
+      comment: 'The relay command (src/relay/) talks to the service over HTTP and WebSocket only: it imports nothing else of src/, so it runs (and could ship) without the server.',
+      severity: 'error',
+      from: { path: '^src/relay/' },
+      to: { path: '^src/', pathNot: '^src/relay/' },
+    },
+    {
+      name: 'nothing-imports-the-relay-command',
+      comment: 'The service does not import its own client.',
+      severity: 'error',
+      from: { path: '^(src|jobs)/', pathNot: '^src/relay/' },
+      to: { path: '^src/relay/' },
+    },
+    {
       name: 'domain-to-edge',
       comment: 'Domains do not import the edge (HTTP server, GraphQL schema assembly, entry points); ingest channel adapters may use the HTTP body and response helpers.',
       severity: 'error',
