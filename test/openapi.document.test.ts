@@ -205,7 +205,7 @@ describe('the OpenAPI document', () => {
 
   it('describes ingest, health, and the outbound delivery with its Standard Webhooks headers', () => {
     const ingest = doc.paths['/i/{publicId}'].post;
-    expect(Object.keys(ingest.responses).sort()).toEqual(['200', '202', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
+    expect(Object.keys(ingest.responses).sort()).toEqual(['202', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
     expect(ingest.security.map((s: any) => Object.keys(s)[0]).sort()).toEqual(['ingestBearer', 'ingestSecret', 'standardWebhooksSignature']);
     expect(ingest.parameters.map((x: any) => x.name)).toEqual(expect.arrayContaining(['x-service-deliver-at', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'Idempotency-Key']));
     // CONTRACT §12: the idempotency and browser-form answers of form ingest, and its preflight.

@@ -1366,6 +1366,8 @@ export interface paths {
          *     Any body (at most 10485760 bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (`/i/{publicId}/any/path`) and the query string are kept as the event's `path` and `query` for routing. The API key is not used here.
          *
          *     Answers 202 only after the event and its delivery are stored.
+         *
+         *     Slack's URL verification: on a webhook with the `slack` provider pack, a correctly signed `{"type": "url_verification", "challenge": "…"}` is answered at once `200 {"challenge": "…"}` (the one answer that is not 202); nothing is stored, delivered or counted. A bad signature is 401.
          */
         post: operations["ingestEvent"];
         delete?: never;
@@ -7128,17 +7130,6 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Slack's URL verification: on a webhook with the `slack` provider pack, a correctly signed `{"type": "url_verification", "challenge": "…"}` is answered at once with the challenge; nothing is stored, delivered or counted. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        challenge: string;
-                    };
-                };
-            };
             /** @description Accepted: stored and queued (or a duplicate of an accepted request: see `status`). */
             202: {
                 headers: {

@@ -467,6 +467,8 @@ function publicPaths(): Json {
           `Any body (at most ${INGEST_BODY_LIMIT} bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (\`/i/{publicId}/any/path\`) and the query string are kept as the event's \`path\` and \`query\` for routing. The API key is not used here.`,
           '',
           'Answers 202 only after the event and its delivery are stored.',
+          '',
+          "Slack's URL verification: on a webhook with the `slack` provider pack, a correctly signed `{\"type\": \"url_verification\", \"challenge\": \"…\"}` is answered at once `200 {\"challenge\": \"…\"}` (the one answer that is not 202); nothing is stored, delivered or counted. A bad signature is 401.",
         ].join('\n'),
         security: [{ ingestBearer: [] }, { ingestSecret: [] }, { standardWebhooksSignature: [] }],
         parameters: [
@@ -483,10 +485,6 @@ function publicPaths(): Json {
           content: { 'application/json': { schema: {} }, 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } }, '*/*': { schema: {} } },
         },
         responses: {
-          '200': {
-            description: "Slack's URL verification: on a webhook with the `slack` provider pack, a correctly signed `{\"type\": \"url_verification\", \"challenge\": \"…\"}` is answered at once with the challenge; nothing is stored, delivered or counted.",
-            content: { 'application/json': { schema: { type: 'object', required: ['challenge'], properties: { challenge: { type: 'string' } } } } },
-          },
           '202': { description: 'Accepted: stored and queued (or a duplicate of an accepted request: see `status`).', content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
           '400': {
             description: '`invalid_request`: a malformed `x-service-deliver-at`, or one sent to a strict_fifo webhook; a malformed `Idempotency-Key`.',
