@@ -109,7 +109,8 @@ export function createCliSender(channel: ListenChannel) {
             timeoutMs: waitMs,
           };
           const answer = await offer(session, request, waitMs);
-          if (answer === 'timeout') {
+          // listen's own clock ran out first: the attempt is the webhook's timeout all the same.
+          if (answer === 'timeout' || answer.failure === 'timeout') {
             timedOut = true;
             break;
           }
