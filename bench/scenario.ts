@@ -27,6 +27,8 @@ export interface AutocannonOptions extends HttpRequestSpec, Partial<LoadSettings
   requests?: HttpRequestSpec[];
   /** Fraction of non-2xx answers or socket errors that makes the run fail (default 0.01). */
   maxFailureRatio?: number;
+  /** Replace `[<id>]` in each request (headers and body) with a unique id (autocannon's `idReplacement`). */
+  idReplacement?: boolean;
 }
 
 /** What a load run measured. Spread it into a Result: `{ name, ...figures }`. */

@@ -9,6 +9,7 @@ export interface AutocannonInput extends HttpRequestSpec {
   duration: number;
   warmup: number;
   requests?: HttpRequestSpec[];
+  idReplacement?: boolean;
 }
 
 export interface AutocannonOutput {
@@ -33,6 +34,7 @@ function options(input: AutocannonInput, duration: number): autocannon.Options {
     requests: input.requests?.map((r) => ({ method: r.method ?? 'GET', path: r.path, headers: r.headers, body: r.body })),
     ...(input.requests ? {} : { path: input.path }),
     timeout: 10,
+    ...(input.idReplacement ? { idReplacement: true } : {}),
   } as autocannon.Options;
 }
 

@@ -23,6 +23,7 @@ export async function runAutocannon(
     headers: options.headers,
     body: options.body,
     requests: options.requests,
+    ...(options.idReplacement ? { idReplacement: true } : {}),
     ...settings,
   };
   const out = await runLoadProcess<AutocannonOutput>(SCRIPT, input, {
