@@ -1,6 +1,6 @@
 // One webhook: addresses and lifecycle, every control, destinations, routing rules, transform,
 // the test-delivery probe, secrets (rotation shows the new secret once), provider pack and quota overrides.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Json, Loading, Page, Section, Select, TextArea, Time, parseJsonField, slug, useAction, useQuery } from '../ui.tsx';
@@ -25,6 +25,8 @@ interface Destination {
   config: Record<string, unknown>;
   isDefault: boolean;
   hasCredentials: boolean;
+  /** cli destinations: whether a `relay listen` session takes its deliveries now. */
+  listenerConnected: boolean;
 }
 
 const WEBHOOK = `id status publicId ingestUrl formIngestUrl emailIngestAddress createdAt updatedAt ${SETTINGS_FIELDS}`;
@@ -130,7 +132,43 @@ const DEST_TYPES: [string, string][] = [
   ['aws_eventbridge', 'AWS EventBridge (Pro)'],
   ['gcp_pubsub', 'GCP Pub/Sub (Pro)'],
   ['object_storage', 'Object storage (Pro)'],
+  ['cli', 'cli (relay listen, local development)'],
 ];
+
+/** How often a cli destination's listener state is asked again while the page is open. */
+const LISTENER_POLL_MS = 5_000;
+
+/** A cli destination: whether `relay listen` is connected now, and the command that connects one. */
+function ListenerStatus({ webhookId, d }: { webhookId: string; d: Destination }) {
+  const [connected, setConnected] = useState(d.listenerConnected);
+  useEffect(() => {
+    let live = true;
+    const timer = setInterval(() => {
+      gql<{ webhookDestinations: { items: { id: string; listenerConnected: boolean }[] } }>(`query($id: ID!) { webhookDestinations(id: $id) { items { id listenerConnected } } }`, { id: webhookId }).then(
+        (data) => live && setConnected(data.webhookDestinations.items.find((x) => x.id === d.id)?.listenerConnected ?? false),
+        () => {},
+      );
+    }, LISTENER_POLL_MS);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, [webhookId, d.id]);
+  const command = `relay listen ${webhookId}${d.isDefault ? '' : ` --destination ${d.id}`} --forward-to http://localhost:4000/webhooks`;
+  return (
+    <div class="stack">
+      <p role="status">
+        {connected ? <span class="badge tone-ok">listener connected</span> : <span class="badge tone-warn">no listener</span>}{' '}
+        <span class="muted">
+          {connected
+            ? 'Deliveries go to a relay listen session, which sends them from the developer\'s machine.'
+            : 'Attempts fail with "no listener connected" and are retried until a relay listen session connects.'}
+        </span>
+      </p>
+      <Copyable value={command} label="The command that forwards this destination's deliveries to a local server" />
+    </div>
+  );
+}
 
 function DestinationRow({ webhookId, d, onChange }: { webhookId: string; d: Destination; onChange: () => void }) {
   const [editing, setEditing] = useState(false);
@@ -182,6 +220,7 @@ function DestinationRow({ webhookId, d, onChange }: { webhookId: string; d: Dest
       ) : (
         <Json value={d.config} />
       )}
+      {d.type === 'cli' ? <ListenerStatus webhookId={webhookId} d={d} /> : null}
       {d.hasCredentials ? <p class="muted">Credentials are stored (sealed, never shown).</p> : null}
       <ErrorBanner error={save.error ?? remove.error} />
     </li>
@@ -220,7 +259,7 @@ function Destinations({ webhookId, destinations, onChange }: { webhookId: string
             <Field label="Name" name="name" required placeholder="archive" />
             <Select label="Type" name="type" options={DEST_TYPES} />
           </div>
-          <TextArea label="Config (JSON)" name="config" placeholder='{"url": "https://example.com/archive"}' hint="webhook: {url, method?, headers?}; other types take their own settings and credentials." />
+          <TextArea label="Config (JSON)" name="config" placeholder='{"url": "https://example.com/archive"}' hint="webhook: {url, method?, headers?}; cli: {} (delivered through relay listen); other types take their own settings and credentials." />
           <ErrorBanner error={add.error} />
           <button type="submit" class="primary" disabled={add.pending}>
             Add destination
@@ -603,7 +642,7 @@ export default function WebhookPage({ params }: { params: Record<string, string 
       gql(
         `query($id: ID!) {
           webhook(id: $id) { ${WEBHOOK} }
-          webhookDestinations(id: $id) { items { id name type config isDefault hasCredentials } }
+          webhookDestinations(id: $id) { items { id name type config isDefault hasCredentials listenerConnected } }
           webhookRouting(id: $id) { rules { name priority destinationId match } }
           webhookTransform(id: $id) { kind expression automationId version }
         }`,
