@@ -320,6 +320,43 @@ describe('relay listen: sessions', () => {
   });
 });
 
+describe('relay listen: API and runner in one process (npm start), the hand-off in memory', () => {
+  let both: TestApp;
+  beforeAll(async () => {
+    both = await startTestApp({ worker: true, config: { ALLOW_PRIVATE_DESTINATIONS: false } });
+  });
+  afterAll(async () => {
+    await both?.stop();
+  });
+
+  it('forwards small and large deliveries, shares them between two sessions, and fails them "no listener connected" once both stop', async () => {
+    const local = await receiver();
+    const { apiKey } = await both.project('starter');
+    const created = await both.api(apiKey, 'POST', '/v1/webhooks', { name: 'one', destination: { type: 'cli', config: {} }, retryPolicy: FAST_RETRIES });
+    expect(created.status).toBe(201);
+    const wh = created.body as CliWebhook;
+    const one = await listenTo(apiKey, wh.id, local.url, [], both.url);
+    const two = await listenTo(apiKey, wh.id, local.url, [], both.url);
+    const post = (body: string) => ingest(both, wh.publicId, { body, headers: { authorization: `Bearer ${wh.ingestSecret}` } });
+    const bodies = ['{"n":1}', '{"n":2}', JSON.stringify({ big: 'y'.repeat(20_000) }), '{"n":4}'];
+    const sent = [];
+    for (const b of bodies) sent.push((await post(b)).body);
+    const status = async (id: string) => (await both.api(apiKey, 'GET', `/v1/deliveries/${id}`)).body.status;
+    for (const s of sent) await waitFor(async () => (await status(s.deliveryId)) === 'succeeded');
+    expect(local.received.map((r) => r.body.toString()).sort()).toEqual([...bodies].sort());
+    expect(local.received.every((r) => verifies(wh.signingSecret, r))).toBe(true);
+    const ids = (p: RelayProcess) => p.lines.filter((l) => l.type === 'delivery').map((l) => l.deliveryId as string);
+    expect(ids(one).filter((id) => ids(two).includes(id))).toEqual([]);
+    expect([...ids(one), ...ids(two)].sort()).toEqual(sent.map((x) => x.deliveryId).sort());
+
+    await stopListen(one);
+    await stopListen(two);
+    const { deliveryId } = (await post('{"n":5}')).body;
+    const first = await waitFor(async () => (await both.api(apiKey, 'GET', `/v1/deliveries/${deliveryId}/attempts`)).body.items[0]);
+    expect(first).toMatchObject({ error: 'no listener connected', outcome: 'retry' });
+  });
+});
+
 describe('relay listen: what it refuses, in one line', () => {
   const env = (apiKey: string) => ({ RELAY_BASE_URL: api.url, RELAY_API_KEY: apiKey });
   const oneLine = (s: string) => s.trim().split('\n').length === 1;

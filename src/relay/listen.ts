@@ -175,6 +175,8 @@ export function listen(conn: Connection, opts: ListenOptions, out: Output): Prom
       else if (r.statusCode >= 200 && r.statusCode < 300) tally.succeeded++;
       else tally.failed++;
       durations.push(r.durationMs);
+      // The answer first: the attempt waits for it, the terminal does not.
+      const answered = answer(session, d.handoffId, r);
       const outcome = r.statusCode !== undefined ? String(r.statusCode) : `error: ${r.error}`;
       out.line(`${clock(at)}  ${d.deliveryId}  ${d.method} ${localPath}  ${outcome}  ${r.durationMs} ms`, {
         type: 'delivery',
@@ -188,7 +190,7 @@ export function listen(conn: Connection, opts: ListenOptions, out: Output): Prom
         durationMs: r.durationMs,
         error: r.error ?? null,
       });
-      await answer(session, d.handoffId, r);
+      await answered;
     };
 
     client.subscribe<{ listen: ListenEvent }>(

@@ -2,6 +2,7 @@ import type { Destination } from '../../generated/prisma/client.ts';
 import { newId } from '../../ids.ts';
 import { log } from '../../log.ts';
 import type { Runtime } from '../../runtime.ts';
+import { receiveLocally, sendTo } from './local.ts';
 import { deleteSession, insertSession, loadHandoff, refreshSessions } from './sessions.ts';
 import { answerTopic, HEARTBEAT_MS, hubTopic, type HandoffAnswer, type HandoffMessage, type HandoffRequest } from './wire.ts';
 
@@ -61,6 +62,7 @@ export class ListenHub {
       void (async () => {
         for await (const m of this.requests!) void this.receive(m);
       })();
+      receiveLocally(this.rt.pubsub, hubTopic(this.id), (m) => void this.receive(m as HandoffMessage));
     }
     this.started ??= this.rt.pubsub.start().catch((err) => {
       this.started = undefined;
@@ -152,7 +154,7 @@ export class ListenHub {
   }
 
   private answer(runner: string, a: HandoffAnswer): Promise<void> {
-    return this.rt.pubsub.publish(answerTopic(runner), a);
+    return sendTo(this.rt.pubsub, answerTopic(runner), a);
   }
 
   private push(session: Session, e: ListenEvent) {

@@ -3,6 +3,7 @@ import { newId } from '../../ids.ts';
 import { log } from '../../log.ts';
 import type { PgPubSub } from '../../db/pubsub.ts';
 import type { DestinationSnapshot } from '../config.ts';
+import { isLocal, receiveLocally, sendTo } from '../listen/local.ts';
 import { deleteHandoff, liveSessions, storeHandoff, type LiveSession } from '../listen/sessions.ts';
 import { answerTopic, hubTopic, NO_LISTENER, type HandoffAnswer, type HandoffRequest } from '../listen/wire.ts';
 import type { OutboundResult } from './http.ts';
@@ -19,6 +20,12 @@ export interface ListenChannel {
 const MAX_INLINE = 7_000;
 /** Sessions a hand-off may be offered to before the attempt gives up (each that is gone costs a round trip). */
 const MAX_OFFERS = 3;
+/**
+ * A destination's sessions are read again after this long: a session that opened meanwhile gets
+ * deliveries a little later, one that closed answers `gone` (and the list is read again). An empty
+ * list is never kept: the first session of a destination is found at once.
+ */
+const SESSIONS_TTL_MS = 1_000;
 
 /**
  * The `cli` destination (CONTRACT §13): the request the `webhook` sender would send, handed to one
@@ -31,16 +38,20 @@ export function createCliSender(channel: ListenChannel) {
   const runner = newId('lsr');
   const pending = new Map<string, (a: HandoffAnswer) => void>();
   const turns = new Map<string, number>();
+  const known = new Map<string, { sessions: LiveSession[]; at: number }>();
   let answers: AsyncIterableIterator<HandoffAnswer> | undefined;
   let listening: Promise<void> | undefined;
   let closed = false;
+  let stopLocal: (() => void) | undefined;
 
   function listen(): Promise<void> {
     if (!answers) {
+      const settle = (a: HandoffAnswer | undefined) => a && pending.get(a.id)?.(a);
       answers = channel.pubsub.subscribe<HandoffAnswer>(answerTopic(runner));
       void (async () => {
-        for await (const a of answers!) pending.get(a?.id)?.(a);
+        for await (const a of answers!) settle(a);
       })();
+      stopLocal = receiveLocally(channel.pubsub, answerTopic(runner), (a) => settle(a as HandoffAnswer));
     }
     // A LISTEN that could not be set up is tried again by the next attempt (pubsub reconnects by itself).
     listening ??= channel.pubsub.start().catch((err) => {
@@ -48,6 +59,16 @@ export function createCliSender(channel: ListenChannel) {
       throw err;
     });
     return listening;
+  }
+
+  async function sessionsOf(destinationId: string): Promise<LiveSession[]> {
+    const kept = known.get(destinationId);
+    if (kept && performance.now() - kept.at < SESSIONS_TTL_MS) return kept.sessions;
+    const sessions = await liveSessions(channel.pool, destinationId);
+    if (known.size > 10_000) known.clear();
+    if (sessions.length) known.set(destinationId, { sessions, at: performance.now() });
+    else known.delete(destinationId);
+    return sessions;
   }
 
   /** The sessions in turn: each delivery of a destination goes to the next one. */
@@ -59,8 +80,10 @@ export function createCliSender(channel: ListenChannel) {
   }
 
   async function offer(session: LiveSession, request: HandoffRequest, waitMs: number): Promise<HandoffAnswer | 'timeout'> {
-    const text = JSON.stringify(request);
-    const stored = Buffer.byteLength(text) > MAX_INLINE;
+    const topic = hubTopic(session.hub);
+    const local = isLocal(channel.pubsub, topic);
+    const text = local ? '' : JSON.stringify(request);
+    const stored = !local && Buffer.byteLength(text) > MAX_INLINE;
     const answered = new Promise<HandoffAnswer | 'timeout'>((resolve) => {
       const timer = setTimeout(() => resolve('timeout'), waitMs);
       pending.set(request.id, (a) => {
@@ -71,7 +94,7 @@ export function createCliSender(channel: ListenChannel) {
     try {
       if (stored) await storeHandoff(channel.pool, request.id, session.project_id, Buffer.from(text));
       const message = stored ? { ref: request.id, id: request.id, session: request.session, replyTo: request.replyTo } : request;
-      await channel.pubsub.publish(hubTopic(session.hub), message);
+      await sendTo(channel.pubsub, topic, message);
       return await answered;
     } finally {
       pending.delete(request.id);
@@ -89,7 +112,7 @@ export function createCliSender(channel: ListenChannel) {
         await listen();
         // Answers published while this runner does not LISTEN would never reach it.
         if (!channel.pubsub.listening) return network('this runner cannot hear answers now (its LISTEN connection is down)');
-        let sessions = await liveSessions(channel.pool, destination.id);
+        let sessions = await sessionsOf(destination.id);
         let timedOut = false;
         for (let offers = 0; sessions.length && offers < MAX_OFFERS; offers++) {
           const session = nextOf(destination.id, sessions);
@@ -115,6 +138,7 @@ export function createCliSender(channel: ListenChannel) {
             break;
           }
           if (answer.gone) {
+            known.delete(destination.id);
             sessions = sessions.filter((s) => s.id !== session.id);
             continue;
           }
@@ -136,6 +160,7 @@ export function createCliSender(channel: ListenChannel) {
     async close() {
       closed = true;
       for (const [id, settle] of pending) settle({ id, error: 'the runner is stopping', failure: 'network' });
+      stopLocal?.();
       await answers?.return?.();
     },
   };
