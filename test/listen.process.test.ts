@@ -6,7 +6,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { createClient } from 'graphql-ws';
 import { Webhook } from 'standardwebhooks';
+import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { startReceiver, type Received } from './support/receiver.ts';
@@ -317,6 +319,48 @@ describe('relay listen: sessions', () => {
     const { deliveryId } = (await send(wh)).body;
     await reaches(apiKey, deliveryId, 'succeeded');
     expect(listen.lines.some((l) => l.type === 'delivery' && l.deliveryId === deliveryId)).toBe(true);
+  });
+});
+
+describe('the listen protocol, as any graphql-ws client speaks it', () => {
+  it('an answer within timeoutMs is the attempt; one after it is refused (false) and the attempt stays a timeout; another project cannot answer', async () => {
+    const { apiKey } = await api.project('starter');
+    const other = await api.project('starter');
+    const wh = await cliWebhook(apiKey, { timeoutMs: 1000, retryPolicy: { maxAttempts: 1 } });
+    const client = createClient({ url: api.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${apiKey}` }, retryAttempts: 0 });
+    const stranger = createClient({ url: api.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${other.apiKey}` }, retryAttempts: 0 });
+    closers.push(async () => (await client.dispose(), await stranger.dispose()));
+    const events: any[] = [];
+    client.subscribe(
+      { query: 'subscription($w: ID!) { listen(webhookId: $w) { type sessionId delivery { handoffId deliveryId timeoutMs headers bodyBase64 } } }', variables: { w: wh.id } },
+      { next: (r) => events.push(r.data?.listen ?? r), error: () => {}, complete: () => {} },
+    );
+    const ready = await waitFor(() => events.find((e) => e.type === 'ready'));
+    const answer = (c: typeof client, handoffId: string, statusCode: number) =>
+      new Promise<any>((resolve) =>
+        c.subscribe(
+          {
+            query: 'mutation($s: ID!, $h: ID!, $c: Int) { answerListenDelivery(sessionId: $s, handoffId: $h, statusCode: $c, durationMs: 3) }',
+            variables: { s: ready.sessionId, h: handoffId, c: statusCode },
+          },
+          { next: resolve, error: resolve, complete: () => {} },
+        ),
+      );
+
+    const prompt = (await send(wh)).body;
+    const first = await waitFor(() => events.find((e) => e.type === 'delivery' && e.delivery.deliveryId === prompt.deliveryId));
+    expect(first.delivery.timeoutMs).toBeLessThanOrEqual(1000);
+    expect(Buffer.from(first.delivery.bodyBase64, 'base64').toString()).toBe('{"hello":"local"}');
+    expect((await answer(stranger, first.delivery.handoffId, 200)).data).toEqual({ answerListenDelivery: false });
+    expect((await answer(client, first.delivery.handoffId, 204)).data).toEqual({ answerListenDelivery: true });
+    expect((await reaches(apiKey, prompt.deliveryId, 'succeeded')).lastAttempt).toMatchObject({ statusCode: 204, durationMs: 3 });
+
+    const late = (await send(wh)).body;
+    const second = await waitFor(() => events.find((e) => e.type === 'delivery' && e.delivery.deliveryId === late.deliveryId));
+    const failed = await reaches(apiKey, late.deliveryId, 'failed');
+    expect(failed.lastAttempt.error).toBe('timed out after 1000 ms');
+    expect((await answer(client, second.delivery.handoffId, 200)).data).toEqual({ answerListenDelivery: false });
+    expect((await delivery(apiKey, late.deliveryId)).lastAttempt.statusCode).toBeNull();
   });
 });
 

@@ -38,8 +38,6 @@ interface Session {
 const SNIPPET_CHARS = 2_048;
 /** NOTIFY payloads are capped at 8000 bytes, topic and envelope included. */
 const MAX_ANSWER_BYTES = 7_000;
-/** Kept past a hand-off's timeout, for a report on its way: the runner ignores it, but the session is told so. */
-const PENDING_GRACE_MS = 5_000;
 
 /**
  * One API process's `relay listen` sessions (CONTRACT §13). A session is a row in listen_sessions
@@ -144,7 +142,8 @@ export class ListenHub {
         if (!stored) return;
         request = JSON.parse(stored.toString('utf8')) as HandoffRequest;
       } else request = m;
-      const timer = setTimeout(() => session.pending.delete(request.id), request.timeoutMs + PENDING_GRACE_MS);
+      // Past its timeout the runner has recorded a timeout: a later report is refused (false).
+      const timer = setTimeout(() => session.pending.delete(request.id), request.timeoutMs);
       timer.unref();
       session.pending.set(request.id, { replyTo: request.replyTo, timer });
       this.push(session, { type: 'delivery', sessionId: session.id, destination: session.destination, delivery: request });
