@@ -1,6 +1,6 @@
 import type { AlertDispatch, AlertRule } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
-import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { createAlertRule, deleteAlertRule, getAlertRule, listAlertDispatches, listAlertRules, updateAlertRule, type AlertRuleInput } from './rules.ts';
 
 const ConditionRef = builder.objectRef<AlertRule>('AlertCondition').implement({
@@ -58,6 +58,11 @@ builder.queryFields((t) => ({
     args: { ...pageArgs },
     resolve: (_r, a, ctx) => listAlertRules(ctx.rt, ctx.auth.projectId, a),
   }),
+  alertRulesConnection: t.connection({
+    type: RuleRef,
+    description: "The project's alert rules, oldest first, as a Relay connection (Pro and above).",
+    resolve: async (_r, a, ctx) => connectionOf(await listAlertRules(ctx.rt, ctx.auth.projectId, pageRequestOf(a))),
+  }),
   alertRule: t.field({
     type: RuleRef,
     description: 'One alert rule.',
@@ -69,6 +74,12 @@ builder.queryFields((t) => ({
     description: 'Firings and resolutions, newest first (Pro and above).',
     args: { ruleId: t.arg.string({ required: false }), state: t.arg.string({ required: false, description: 'firing or resolved.' }), ...pageArgs },
     resolve: (_r, a, ctx) => listAlertDispatches(ctx.rt, ctx.auth.projectId, { ruleId: a.ruleId, state: a.state }, a),
+  }),
+  alertDispatchesConnection: t.connection({
+    type: DispatchRef,
+    description: 'Firings and resolutions, newest first, as a Relay connection (Pro and above).',
+    args: { ruleId: t.arg.string({ required: false }), state: t.arg.string({ required: false, description: 'firing or resolved.' }) },
+    resolve: async (_r, a, ctx) => connectionOf(await listAlertDispatches(ctx.rt, ctx.auth.projectId, { ruleId: a.ruleId, state: a.state }, pageRequestOf(a))),
   }),
 }));
 

@@ -84,9 +84,12 @@ export async function getAlertRule(rt: Rt, projectId: string, ruleId: string): P
 
 export async function listAlertRules(rt: Rt, projectId: string, page: PageRequest): Promise<Page<AlertRule>> {
   await gate(rt, projectId);
-  return paginate(page, `alert-rules:${projectId}`, {}, (after, take) =>
-    rt.db.prisma.alertRule.findMany({ where: { projectId, ...(after ? { id: { gt: after } } : {}) }, orderBy: { id: 'asc' }, take }),
-  );
+  return paginate(page, {
+    scope: `alert-rules:${projectId}`,
+    filters: {},
+    order: 'asc',
+    fetch: (range, order, take) => rt.db.prisma.alertRule.findMany({ where: { projectId, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 /** Creates a rule; its signingSecret (for its webhook channels) is answered here only. */
@@ -139,11 +142,15 @@ export async function listAlertDispatches(rt: Rt, projectId: string, filter: { r
   if (filter.state != null && filter.state !== 'firing' && filter.state !== 'resolved') throw new InvalidRequest('state must be firing or resolved.', 'state');
   const filters = { ruleId: filter.ruleId ?? null, state: filter.state ?? null };
   // Newest first: ids are ULIDs.
-  return paginate(page, `alert-dispatches:${projectId}`, filters, (after, take) =>
-    rt.db.prisma.alertDispatch.findMany({
-      where: { projectId, ...(filters.ruleId ? { ruleId: filters.ruleId } : {}), ...(filters.state ? { state: filters.state } : {}), ...(after ? { id: { lt: after } } : {}) },
-      orderBy: { id: 'desc' },
-      take,
-    }),
-  );
+  return paginate(page, {
+    scope: `alert-dispatches:${projectId}`,
+    filters,
+    order: 'desc',
+    fetch: (range, order, take) =>
+      rt.db.prisma.alertDispatch.findMany({
+        where: { projectId, ...(filters.ruleId ? { ruleId: filters.ruleId } : {}), ...(filters.state ? { state: filters.state } : {}), id: range },
+        orderBy: { id: order },
+        take,
+      }),
+  });
 }

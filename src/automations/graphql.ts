@@ -1,6 +1,6 @@
 import type { Automation, AutomationRun, AutomationVersion } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
-import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import {
   createAutomation,
@@ -76,6 +76,11 @@ builder.queryFields((t) => ({
     args: { ...pageArgs },
     resolve: (_r, a, ctx) => listAutomations(ctx.rt, ctx.auth.projectId, a),
   }),
+  automationsConnection: t.connection({
+    type: AutomationRef,
+    description: `The project's automations, newest first, as a Relay connection. ${tiers}.`,
+    resolve: async (_r, a, ctx) => connectionOf(await listAutomations(ctx.rt, ctx.auth.projectId, pageRequestOf(a))),
+  }),
   automation: t.prismaField({
     type: 'Automation',
     description: 'One automation.',
@@ -88,11 +93,23 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_r, a, ctx) => listVersions(ctx.rt, ctx.auth.projectId, String(a.id), a),
   }),
+  automationVersionsConnection: t.connection({
+    type: AutomationVersionRef,
+    description: "An automation's versions, newest first, as a Relay connection.",
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, a, ctx) => connectionOf(await listVersions(ctx.rt, ctx.auth.projectId, String(a.id), pageRequestOf(a))),
+  }),
   automationRuns: t.field({
     type: AutomationRunPageRef,
     description: "An automation's runs, newest first (cursor-paginated).",
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_r, a, ctx) => listRuns(ctx.rt, ctx.auth.projectId, String(a.id), a),
+  }),
+  automationRunsConnection: t.connection({
+    type: AutomationRunRef,
+    description: "An automation's runs, newest first, as a Relay connection.",
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, a, ctx) => connectionOf(await listRuns(ctx.rt, ctx.auth.projectId, String(a.id), pageRequestOf(a))),
   }),
   egressPolicy: t.field({
     type: EgressPolicyRef,

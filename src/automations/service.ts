@@ -100,9 +100,12 @@ export async function getAutomation(rt: Rt, projectId: string, id: string): Prom
 
 export async function listAutomations(rt: Rt, projectId: string, page: PageRequest): Promise<Page<Automation>> {
   await gate(rt, projectId);
-  return paginate(page, `automations:${projectId}`, {}, (after, take) =>
-    rt.db.prisma.automation.findMany({ where: { projectId, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-  );
+  return paginate(page, {
+    scope: `automations:${projectId}`,
+    filters: {},
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.automation.findMany({ where: { projectId, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 export async function updateAutomation(rt: Rt, projectId: string, id: string, input: { name?: unknown; status?: unknown }): Promise<Automation> {
@@ -178,21 +181,24 @@ export async function createVersion(rt: Rt, projectId: string, automationId: str
 
 export async function listVersions(rt: Rt, projectId: string, automationId: string, page: PageRequest): Promise<Page<AutomationVersion>> {
   await getAutomation(rt, projectId, automationId);
-  return paginate(
-    page,
-    `automation-versions:${automationId}`,
-    {},
-    (after, take) =>
-      rt.db.prisma.automationVersion.findMany({ where: { automationId, ...(after ? { version: { lt: Number(after) } } : {}) }, orderBy: { version: 'desc' }, take }),
-    (v) => String(v.version),
-  );
+  return paginate(page, {
+    scope: `automation-versions:${automationId}`,
+    filters: {},
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.automationVersion.findMany({ where: { automationId, version: range }, orderBy: { version: order }, take }),
+    positionOf: (v) => String(v.version),
+    keyOf: Number,
+  });
 }
 
 export async function listRuns(rt: Rt, projectId: string, automationId: string, page: PageRequest): Promise<Page<AutomationRun>> {
   await getAutomation(rt, projectId, automationId);
-  return paginate(page, `automation-runs:${automationId}`, {}, (after, take) =>
-    rt.db.prisma.automationRun.findMany({ where: { automationId, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-  );
+  return paginate(page, {
+    scope: `automation-runs:${automationId}`,
+    filters: {},
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.automationRun.findMany({ where: { automationId, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 /**

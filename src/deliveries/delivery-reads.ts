@@ -41,9 +41,12 @@ export function deliveryWhere(projectId: string, f: DeliveryFilters) {
 export async function listDeliveries(rt: Rt, projectId: string, filters: DeliveryFilters, page: PageRequest) {
   const where = deliveryWhere(projectId, filters);
   const canonical = { webhookId: filters.webhookId ?? null, status: filters.status ?? null, eventId: filters.eventId ?? null, ...(filters.idempotencyKey ? { idempotencyKey: filters.idempotencyKey } : {}), from: filters.from ?? null, to: filters.to ?? null };
-  return paginate(page, `deliveries:${projectId}`, canonical, (after, take) =>
-    rt.db.prisma.delivery.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-  );
+  return paginate(page, {
+    scope: `deliveries:${projectId}`,
+    filters: canonical,
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.delivery.findMany({ where: { ...where, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 export async function listWebhookDeliveries(rt: Rt, projectId: string, webhookId: string, filters: Omit<DeliveryFilters, 'webhookId'>, page: PageRequest) {
@@ -60,16 +63,12 @@ export async function getDelivery(rt: Rt, projectId: string, deliveryId: string)
 
 export async function listDeliveryAttempts(rt: Rt, projectId: string, deliveryId: string, page: PageRequest) {
   await getDelivery(rt, projectId, deliveryId);
-  return paginate(
-    page,
-    `attempts:${deliveryId}`,
-    {},
-    (after, take) =>
-      rt.db.prisma.deliveryAttempt.findMany({
-        where: { deliveryId, ...(after ? { number: { gt: Number(after) } } : {}) },
-        orderBy: { number: 'asc' },
-        take,
-      }),
-    (a) => String(a.number),
-  );
+  return paginate(page, {
+    scope: `attempts:${deliveryId}`,
+    filters: {},
+    order: 'asc',
+    fetch: (range, order, take) => rt.db.prisma.deliveryAttempt.findMany({ where: { deliveryId, number: range }, orderBy: { number: order }, take }),
+    positionOf: (a) => String(a.number),
+    keyOf: Number,
+  });
 }

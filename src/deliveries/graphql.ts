@@ -1,5 +1,5 @@
 import { builder } from '../graphql/builder.ts';
-import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import type { Delivery } from '../generated/prisma/client.ts';
 import { publicDestination, type DeliveryView } from './delivery-view.ts';
 import { deliveryTopic } from './notify.ts';
@@ -168,11 +168,23 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_r, a, ctx) => listDeliveryAttempts(ctx.rt, ctx.auth.projectId, String(a.id), a),
   }),
+  deliveryAttemptsConnection: t.connection({
+    type: AttemptRef,
+    description: "A delivery's attempts, first attempt first, as a Relay connection.",
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, a, ctx) => connectionOf(await listDeliveryAttempts(ctx.rt, ctx.auth.projectId, String(a.id), pageRequestOf(a))),
+  }),
   deliveryReplayJobs: t.field({
     type: ReplayJobPage,
     description: 'The replay jobs that re-sent this delivery, newest first (cursor-paginated).',
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_r, a, ctx) => listReplayJobsOfDelivery(ctx.rt, ctx.auth.projectId, String(a.id), a),
+  }),
+  deliveryReplayJobsConnection: t.connection({
+    type: ReplayJobRef,
+    description: 'The replay jobs that re-sent this delivery, newest first, as a Relay connection.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_r, a, ctx) => connectionOf(await listReplayJobsOfDelivery(ctx.rt, ctx.auth.projectId, String(a.id), pageRequestOf(a))),
   }),
   dlq: t.field({
     type: DlqPage,
@@ -180,11 +192,23 @@ builder.queryFields((t) => ({
     args: { ...dlqArgs, ...pageArgs },
     resolve: (_r, a, ctx) => listDlq(ctx.rt, ctx.auth.projectId, a, a),
   }),
+  dlqConnection: t.connection({
+    type: DlqEntryRef,
+    description: 'DLQ entries, newest first, as a Relay connection (the cursors are bound to the filters).',
+    args: { ...dlqArgs },
+    resolve: async (_r, a, ctx) => connectionOf(await listDlq(ctx.rt, ctx.auth.projectId, a, pageRequestOf(a))),
+  }),
   dlqExport: t.field({
     type: DlqExportPage,
     description: 'DLQ rows with their retained payloads; 20 rows a page at most.',
     args: { ...dlqArgs, ...pageArgs },
     resolve: (_r, a, ctx) => exportDlq(ctx.rt, ctx.auth.projectId, a, a),
+  }),
+  dlqExportConnection: t.connection({
+    type: DlqExportRowRef,
+    description: 'DLQ rows with their retained payloads, as a Relay connection; 20 rows a page at most.',
+    args: { ...dlqArgs },
+    resolve: async (_r, a, ctx) => connectionOf(await exportDlq(ctx.rt, ctx.auth.projectId, a, pageRequestOf(a))),
   }),
   deliveriesConnection: t.prismaConnection({
     type: 'Delivery',

@@ -108,9 +108,12 @@ export async function getReplayJob(rt: Rt, projectId: string, id: string) {
 export async function listReplayJobsOfDelivery(rt: Rt, projectId: string, deliveryId: string, page: PageRequest) {
   const source = await rt.db.prisma.delivery.findFirst({ where: { id: deliveryId, projectId }, select: { id: true } });
   if (!source) throw new NotFound('delivery', deliveryId);
-  return paginate(page, `replay-jobs:${deliveryId}`, {}, (after, take) =>
-    rt.db.prisma.replayJob.findMany({ where: { projectId, sourceDeliveryId: deliveryId, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-  );
+  return paginate(page, {
+    scope: `replay-jobs:${deliveryId}`,
+    filters: {},
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.replayJob.findMany({ where: { projectId, sourceDeliveryId: deliveryId, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 function dlqWhere(projectId: string, f: DlqFilters) {
@@ -130,9 +133,12 @@ const dlqScope = (f: DlqFilters) => ({ webhookId: f.webhookId ?? null, from: f.f
 
 export async function listDlq(rt: Rt, projectId: string, filters: DlqFilters, page: PageRequest) {
   const where = dlqWhere(projectId, filters);
-  return paginate(page, `dlq:${projectId}`, dlqScope(filters), (after, take) =>
-    rt.db.prisma.dlqEntry.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-  );
+  return paginate(page, {
+    scope: `dlq:${projectId}`,
+    filters: dlqScope(filters),
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.dlqEntry.findMany({ where: { ...where, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 /** Payloads make export rows large: smaller pages than other lists. */
@@ -141,14 +147,13 @@ export const DLQ_EXPORT_PAGE_SIZE = { def: 20, max: 20 };
 /** DLQ rows with their retained payloads (base64), 20 rows a page at most. */
 export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, page: PageRequest) {
   const where = dlqWhere(projectId, filters);
-  const result = await paginate(
-    page,
-    `dlq-export:${projectId}`,
-    dlqScope(filters),
-    (after, take) => rt.db.prisma.dlqEntry.findMany({ where: { ...where, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-    undefined,
-    DLQ_EXPORT_PAGE_SIZE,
-  );
+  const result = await paginate(page, {
+    scope: `dlq-export:${projectId}`,
+    filters: dlqScope(filters),
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.dlqEntry.findMany({ where: { ...where, id: range }, orderBy: { id: order }, take }),
+    limits: DLQ_EXPORT_PAGE_SIZE,
+  });
   const ids = result.items.map((e) => e.deliveryId);
   const deliveries = await rt.db.prisma.delivery.findMany({
     where: { id: { in: ids } },
@@ -156,7 +161,7 @@ export async function exportDlq(rt: Rt, projectId: string, filters: DlqFilters, 
   });
   const byId = new Map(deliveries.map((d) => [d.id, d]));
   return {
-    nextCursor: result.nextCursor,
+    ...result,
     items: result.items.map((e) => {
       const d = byId.get(e.deliveryId);
       const body = d?.dispatchBody ?? d?.event.body ?? null;

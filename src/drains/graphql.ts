@@ -1,5 +1,5 @@
 import { builder } from '../graphql/builder.ts';
-import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { createDrain, deleteDrain, DRAIN_KINDS, getDrain, listDrains, rotateDrainSecret, updateDrain, type DrainInput, type DrainView } from './service.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -40,6 +40,11 @@ builder.queryFields((t) => ({
     description: "The project's event drains, oldest first (Pro and above).",
     args: { ...pageArgs },
     resolve: (_r, a, ctx) => listDrains(ctx.rt, ctx.auth.projectId, a),
+  }),
+  drainsConnection: t.connection({
+    type: DrainRef,
+    description: "The project's event drains, oldest first, as a Relay connection (Pro and above).",
+    resolve: async (_r, a, ctx) => connectionOf(await listDrains(ctx.rt, ctx.auth.projectId, pageRequestOf(a))),
   }),
   drain: t.field({
     type: DrainRef,

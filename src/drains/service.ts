@@ -103,9 +103,17 @@ async function find(rt: Rt, projectId: string, drainId: string): Promise<DrainRo
 
 export async function listDrains(rt: Rt, projectId: string, page: PageRequest): Promise<Page<DrainView>> {
   await gate(rt, projectId);
-  return paginate(page, `drains:${projectId}`, {}, async (after, take) => {
-    const { rows } = await rt.db.pool.query<DrainRow>(`SELECT ${COLUMNS} FROM event_drains WHERE project_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [projectId, after ?? '', take]);
-    return rows.map(view);
+  return paginate(page, {
+    scope: `drains:${projectId}`,
+    filters: {},
+    order: 'asc',
+    fetch: async (range, order, take) => {
+      const { rows } = await rt.db.pool.query<DrainRow>(
+        `SELECT ${COLUMNS} FROM event_drains WHERE project_id = $1 AND id > $2 AND ($3::text IS NULL OR id < $3) ORDER BY id ${order === 'asc' ? 'ASC' : 'DESC'} LIMIT $4`,
+        [projectId, range.gt ?? '', range.lt ?? null, take],
+      );
+      return rows.map(view);
+    },
   });
 }
 

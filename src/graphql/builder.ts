@@ -39,6 +39,9 @@ export const builder = new SchemaBuilder<{
   },
 });
 
+/** The builder's schema types, for helpers typed from the builder (field builders, object refs). */
+export type BuilderTypes = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer Types> ? Types : never;
+
 builder.addScalarType('JSON', JSONResolver);
 builder.addScalarType('DateTime', DateTimeResolver);
 builder.addScalarType('UnixTime', UnixTimeResolver);

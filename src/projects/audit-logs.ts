@@ -14,17 +14,21 @@ export async function listAuditLogs(rt: Pick<Runtime, 'db'>, projectId: string, 
   const project = await getProject(rt, projectId);
   requireFeature(project.tier, 'audit_log_api');
   const filters = { action: req.action ?? null, targetType: req.targetType ?? null, targetId: req.targetId ?? null };
-  return paginate(req, `audit-logs:${projectId}`, filters, (after, take) =>
-    rt.db.prisma.auditLog.findMany({
-      where: {
-        projectId,
-        ...(after ? { id: { lt: after } } : {}),
-        ...(filters.action ? { action: filters.action } : {}),
-        ...(filters.targetType ? { targetType: filters.targetType } : {}),
-        ...(filters.targetId ? { targetId: filters.targetId } : {}),
-      },
-      orderBy: { id: 'desc' },
-      take,
-    }),
-  );
+  return paginate(req, {
+    scope: `audit-logs:${projectId}`,
+    filters,
+    order: 'desc',
+    fetch: (range, order, take) =>
+      rt.db.prisma.auditLog.findMany({
+        where: {
+          projectId,
+          id: range,
+          ...(filters.action ? { action: filters.action } : {}),
+          ...(filters.targetType ? { targetType: filters.targetType } : {}),
+          ...(filters.targetId ? { targetId: filters.targetId } : {}),
+        },
+        orderBy: { id: order },
+        take,
+      }),
+  });
 }

@@ -131,9 +131,12 @@ export async function listApiKeys(rt: Rt, projectId: string) {
 
 /** GET /v1/project/api-keys: newest first, cursor-paginated; revoked keys included (with revokedAt). */
 export async function listApiKeysPage(rt: Rt, projectId: string, req: PageRequest) {
-  return paginate(req, `api-keys:${projectId}`, {}, (after, take) =>
-    rt.db.prisma.apiKey.findMany({ where: { projectId, ...(after ? { id: { lt: after } } : {}) }, orderBy: { id: 'desc' }, take }),
-  );
+  return paginate(req, {
+    scope: `api-keys:${projectId}`,
+    filters: {},
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.apiKey.findMany({ where: { projectId, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 const AUTH_CACHE_TTL_MS = 10_000;

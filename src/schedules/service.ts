@@ -47,9 +47,12 @@ export async function getSchedule(rt: Rt, projectId: string, webhookId: string, 
 
 export async function listSchedules(rt: Rt, projectId: string, webhookId: string, page: PageRequest): Promise<Page<Schedule>> {
   await gate(rt, projectId, webhookId);
-  return paginate(page, `schedules:${webhookId}`, {}, (after, take) =>
-    rt.db.prisma.schedule.findMany({ where: { webhookId, ...(after ? { id: { gt: after } } : {}) }, orderBy: { id: 'asc' }, take }),
-  );
+  return paginate(page, {
+    scope: `schedules:${webhookId}`,
+    filters: {},
+    order: 'asc',
+    fetch: (range, order, take) => rt.db.prisma.schedule.findMany({ where: { webhookId, id: range }, orderBy: { id: order }, take }),
+  });
 }
 
 /** The validated fields of a create (all) or an edit (those given). 400 with `param` on bad input. */

@@ -22,10 +22,13 @@ const view = (e: { id: string; pattern: string; createdAt: Date }): EmailAllowli
 /** A webhook's sender allowlist, oldest first (cursor list; every tier). */
 export async function listEmailAllowlist(rt: Rt, projectId: string, webhookId: string, page: PageRequest) {
   await getWebhook(rt, projectId, webhookId);
-  const result = await paginate(page, `email-allowlist:${webhookId}`, {}, (after, take) =>
-    rt.db.prisma.emailAllowlistEntry.findMany({ where: { webhookId, ...(after ? { id: { gt: after } } : {}) }, orderBy: { id: 'asc' }, take }),
-  );
-  return { items: result.items.map(view), nextCursor: result.nextCursor };
+  const result = await paginate(page, {
+    scope: `email-allowlist:${webhookId}`,
+    filters: {},
+    order: 'asc',
+    fetch: (range, order, take) => rt.db.prisma.emailAllowlistEntry.findMany({ where: { webhookId, id: range }, orderBy: { id: order }, take }),
+  });
+  return { ...result, items: result.items.map(view) };
 }
 
 /** Adds a pattern (Starter and above): 400 for a malformed one, 409 already_exists for one listed (as stored, lower-cased). */

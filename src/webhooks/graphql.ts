@@ -1,7 +1,7 @@
 import type { ArgBuilder } from '@pothos/core';
 import type { Webhook } from '../generated/prisma/client.ts';
 import { builder, type GraphQLContext } from '../graphql/builder.ts';
-import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { DestinationRef } from '../destinations/graphql.ts';
 import type { RoutingRule } from '../routing/rules.ts';
@@ -153,6 +153,15 @@ builder.queryField('webhookEmailAllowlist', (t) =>
     description: "The senders the webhook's email ingest takes, oldest first (cursor-paginated; every tier). Empty: every sender. Mail from a sender a non-empty list does not match is answered 250 and dropped.",
     args: { id: t.arg.id({ required: true }), ...pageArgs },
     resolve: (_root, args, ctx) => listEmailAllowlist(ctx.rt, ctx.auth.projectId, String(args.id), args),
+  }),
+);
+
+builder.queryField('webhookEmailAllowlistConnection', (t) =>
+  t.connection({
+    type: EmailAllowlistEntryRef,
+    description: "The senders the webhook's email ingest takes, oldest first, as a Relay connection.",
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, ctx) => connectionOf(await listEmailAllowlist(ctx.rt, ctx.auth.projectId, String(args.id), pageRequestOf(args))),
   }),
 );
 

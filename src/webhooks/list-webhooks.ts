@@ -10,11 +10,10 @@ const STATUSES = ['active', 'paused', 'archived'];
 export async function listWebhooks(rt: Rt, projectId: string, req: PageRequest & { status?: string | null }) {
   const status = req.status ?? null;
   if (status !== null && !STATUSES.includes(status)) throw new InvalidRequest(`status must be one of ${STATUSES.join(', ')}.`, 'status');
-  return paginate(req, `webhooks:${projectId}`, { status }, (after, take) =>
-    rt.db.prisma.webhook.findMany({
-      where: { projectId, ...(status ? { status } : {}), ...(after ? { id: { lt: after } } : {}) },
-      orderBy: { id: 'desc' },
-      take,
-    }),
-  );
+  return paginate(req, {
+    scope: `webhooks:${projectId}`,
+    filters: { status },
+    order: 'desc',
+    fetch: (range, order, take) => rt.db.prisma.webhook.findMany({ where: { projectId, ...(status ? { status } : {}), id: range }, orderBy: { id: order }, take }),
+  });
 }
