@@ -139,7 +139,7 @@ async function measure(ctx: ScenarioContext, target: Target, label: string): Pro
     samples.direct.sort((a, b) => a - b);
     samples.cli.sort((a, b) => a - b);
     const done = { directDone: await recordedMs(target.databaseUrl, ids.direct), cliDone: await recordedMs(target.databaseUrl, ids.cli) };
-    const plus = (a: number[], b: number[]) => (percentile(b, 50) - percentile(a, 50)).toFixed(1);
+    const plus = (a: number[], b: number[]) => signed(percentile(b, 50) - percentile(a, 50));
     ctx.log(`${label}: listen adds ${plus(samples.direct, samples.cli)} ms to the p50 until the receiver, ${plus(done.directDone, done.cliDone)} ms until the attempt is recorded (${samples.direct.length} pairs)`);
     return { ...samples, ...done };
   } finally {
@@ -147,6 +147,9 @@ async function measure(ctx: ScenarioContext, target: Target, label: string): Pro
     await receiver.close();
   }
 }
+
+/** +1.5 or −0.7: a difference of medians, which noise may make negative. */
+const signed = (x: number) => `${x < 0 ? '−' : '+'}${Math.abs(x).toFixed(1)}`;
 
 function results(label: string, notes: string, m: Samples, seconds: number): Result[] {
   const p50 = (x: number[]) => percentile(x, 50);
@@ -175,7 +178,7 @@ function results(label: string, notes: string, m: Samples, seconds: number): Res
       requests: m.cli.length,
       baseline: direct,
       notes:
-        `+${overhead.toFixed(1)} ms at p50 over direct until the receiver; the attempt ${recorded(m.cliDone)}, +${overheadDone.toFixed(1)} ms over direct ` +
+        `${signed(overhead)} ms at p50 over direct until the receiver; the attempt ${recorded(m.cliDone)}, ${signed(overheadDone)} ms over direct ` +
         `(the answer's way back included); ${meets} the target (≤ ${TARGET_P50_OVERHEAD_MS} ms, the larger of the two)`,
     },
   ];
