@@ -5,6 +5,7 @@
 // by the other.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
+import { DEFAULT_RETRY_POLICY } from '../src/webhook-config/retry-policy.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
 import { createWebhook } from './support/webhooks.ts';
@@ -41,6 +42,13 @@ const lists = (): ListCase[] => [
   { field: 'dlqExportConnection', args: 'state: "all"', select: 'id payloadBase64', rest: '/v1/dlq/export?state=all&' },
   { field: 'drainsConnection', args: '', select: 'id name', rest: '/v1/project/drains?' },
   { field: 'webhookEmailAllowlistConnection', args: `id: "${allowlistWebhookId}"`, select: 'id pattern', rest: `/v1/webhooks/${allowlistWebhookId}/email-allowlist?` },
+  { field: 'webhooksConnection', args: '', select: 'id status', rest: '/v1/webhooks?' },
+  { field: 'deliveriesConnection', args: '', select: 'id webhookId', rest: '/v1/deliveries?' },
+  { field: 'deliveriesConnection', args: `webhookId: "${dlqWebhookId}", status: "queued"`, select: 'id webhookId', rest: `/v1/deliveries?webhookId=${dlqWebhookId}&status=queued&` },
+  { field: 'webhookDeliveriesConnection', args: `id: "${dlqWebhookId}"`, select: 'id webhookId', rest: `/v1/webhooks/${dlqWebhookId}/deliveries?` },
+  { field: 'apiKeysConnection', args: '', select: 'id name', rest: '/v1/project/api-keys?' },
+  { field: 'auditLogsConnection', args: '', select: 'id action', rest: '/v1/project/audit-logs?' },
+  { field: 'auditLogsConnection', args: 'action: "api_key.created"', select: 'id action', rest: '/v1/project/audit-logs?action=api_key.created&' },
 ];
 
 beforeAll(async () => {
@@ -48,8 +56,9 @@ beforeAll(async () => {
   ({ apiKey: key, projectId } = await app.project('enterprise'));
   const prisma = app.rt.db.prisma;
 
-  // Through the REST routes: alert rules, drains, an email allowlist.
+  // Through the REST routes: API keys, alert rules, drains, an email allowlist (and audit logs of them).
   for (let i = 0; i < 5; i++) {
+    expect((await app.api(key, 'POST', '/v1/project/api-keys', { name: `key ${i}` })).status).toBe(201);
     const rule = await app.api(key, 'POST', '/v1/project/alert-rules', { name: `rule ${i}`, condition: { type: 'dlq_added', threshold: 1 }, channels: [{ type: 'email', to: 'ops@example.com' }] });
     expect(rule.status).toBe(201);
     const drain = await app.api(key, 'POST', '/v1/project/drains', { name: `drain ${i}`, url: `https://example.com/drain/${i}` });
@@ -85,8 +94,8 @@ beforeAll(async () => {
     })),
   });
 
-  const wh = await createFixtureWebhook(app.rt, projectId, 'https://example.com/hook');
-  const other = await createFixtureWebhook(app.rt, projectId, 'https://example.com/other');
+  const wh = await createFixtureWebhook(app.rt, projectId, 'https://example.com/hook', { retryPolicy: DEFAULT_RETRY_POLICY });
+  const other = await createFixtureWebhook(app.rt, projectId, 'https://example.com/other', { retryPolicy: DEFAULT_RETRY_POLICY });
   dlqWebhookId = wh.id;
   const deliveries: Array<{ deliveryId: string; webhookId: string }> = [];
   for (let i = 0; i < 25; i++) {
@@ -140,7 +149,7 @@ async function restIds(list: ListCase): Promise<string[]> {
   let cursor: string | null = null;
   do {
     const res = await app.api(key, 'GET', `${list.rest}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.status, `${list.rest} ${JSON.stringify(res.body)}`).toBe(200);
     ids.push(...res.body.items.map(idOf(list)));
     cursor = res.body.nextCursor;
   } while (cursor);

@@ -210,16 +210,17 @@ builder.queryFields((t) => ({
     args: { ...dlqArgs },
     resolve: async (_r, a, ctx) => connectionOf(await exportDlq(ctx.rt, ctx.auth.projectId, a, pageRequestOf(a))),
   }),
-  deliveriesConnection: t.prismaConnection({
-    type: 'Delivery',
-    cursor: 'id',
-    args: { webhookId: t.arg.string({ required: false }), status: t.arg.string({ required: false }) },
-    resolve: (query, _r, a, ctx) =>
-      ctx.rt.db.prisma.delivery.findMany({
-        ...query,
-        where: { projectId: ctx.auth.projectId, ...(a.webhookId ? { webhookId: a.webhookId } : {}), ...(a.status ? { status: a.status } : {}) },
-        orderBy: { id: 'desc' },
-      }),
+  deliveriesConnection: t.connection({
+    type: DeliveryRef,
+    description: "The project's deliveries, newest first, as a Relay connection (the cursors are bound to the filters).",
+    args: { webhookId: t.arg.string({ required: false, description: 'Only the deliveries of this webhook.' }), ...filterArgs },
+    resolve: async (_r, a, ctx) => connectionOf(await listDeliveries(ctx.rt, ctx.auth.projectId, a, pageRequestOf(a))),
+  }),
+  webhookDeliveriesConnection: t.connection({
+    type: DeliveryRef,
+    description: "One webhook's deliveries, newest first, as a Relay connection (the cursors are bound to the filters).",
+    args: { id: t.arg.id({ required: true }), ...filterArgs },
+    resolve: async (_r, a, ctx) => connectionOf(await listWebhookDeliveries(ctx.rt, ctx.auth.projectId, String(a.id), a, pageRequestOf(a))),
   }),
 }));
 

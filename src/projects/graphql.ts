@@ -1,11 +1,10 @@
 import type { ApiKey } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
-import { pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { listAuditLogs } from './audit-logs.ts';
 import { getWebhookQuotaOverrides, setWebhookQuotaOverrides, type WebhookQuotaView } from './overrides.ts';
 import { OVERRIDABLE_QUOTAS, projectQuotas, type QuotaOverrides } from './quotas/limits.ts';
-import { createApiKey, getProject, listApiKeysPage, readProject, revokeApiKey, updateProject } from './service.ts';
-import { requireFeature } from './gates.ts';
+import { createApiKey, listApiKeysPage, readProject, revokeApiKey, updateProject } from './service.ts';
 import { QUOTA_NAMES, type TierQuotas } from './tiers.ts';
 import { readUsage, usageReport, type ProjectUsage, type UsageDay, type UsageMonth, type UsageReport } from './usage.ts';
 
@@ -179,11 +178,10 @@ builder.queryField('apiKeys', (t) =>
 );
 
 builder.queryField('apiKeysConnection', (t) =>
-  t.prismaConnection({
-    type: 'ApiKey',
-    cursor: 'id',
-    resolve: (query, _root, _args, ctx) =>
-      ctx.rt.db.prisma.apiKey.findMany({ ...query, where: { projectId: ctx.auth.projectId }, orderBy: { id: 'desc' } }),
+  t.connection({
+    type: ApiKeyRef,
+    description: 'API keys, newest first, as a Relay connection. Never the key or its hash.',
+    resolve: async (_root, args, ctx) => connectionOf(await listApiKeysPage(ctx.rt, ctx.auth.projectId, pageRequestOf(args))),
   }),
 );
 
@@ -223,29 +221,15 @@ builder.queryField('auditLogs', (t) =>
 );
 
 builder.queryField('auditLogsConnection', (t) =>
-  t.prismaConnection({
-    type: 'AuditLog',
-    cursor: 'id',
-    description: 'Audit logs, newest first. Business tier and above.',
+  t.connection({
+    type: AuditLogRef,
+    description: 'Audit logs, newest first, as a Relay connection. Business tier and above.',
     args: {
       action: t.arg.string({ required: false }),
       targetType: t.arg.string({ required: false }),
       targetId: t.arg.string({ required: false }),
     },
-    resolve: async (query, _root, args, ctx) => {
-      const project = await getProject(ctx.rt, ctx.auth.projectId);
-      requireFeature(project.tier, 'audit_log_api');
-      return ctx.rt.db.prisma.auditLog.findMany({
-        ...query,
-        where: {
-          projectId: ctx.auth.projectId,
-          ...(args.action ? { action: args.action } : {}),
-          ...(args.targetType ? { targetType: args.targetType } : {}),
-          ...(args.targetId ? { targetId: args.targetId } : {}),
-        },
-        orderBy: { id: 'desc' },
-      });
-    },
+    resolve: async (_root, args, ctx) => connectionOf(await listAuditLogs(ctx.rt, ctx.auth.projectId, { ...pageRequestOf(args), action: args.action, targetType: args.targetType, targetId: args.targetId })),
   }),
 );
 

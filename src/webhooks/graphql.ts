@@ -195,12 +195,11 @@ builder.queryField('webhooks', (t) =>
 );
 
 builder.queryField('webhooksConnection', (t) =>
-  t.prismaConnection({
-    type: 'Webhook',
-    cursor: 'id',
+  t.connection({
+    type: WebhookRef,
+    description: 'Webhooks of the project, newest first, as a Relay connection (the cursors are bound to the status filter).',
     args: { status: t.arg({ type: WebhookStatusEnum, required: false }) },
-    resolve: (query, _root, args, ctx) =>
-      ctx.rt.db.prisma.webhook.findMany({ ...query, where: { projectId: ctx.auth.projectId, ...(args.status ? { status: args.status } : {}) }, orderBy: { id: 'desc' } }),
+    resolve: async (_root, args, ctx) => connectionOf(await listWebhooks(ctx.rt, ctx.auth.projectId, { ...pageRequestOf(args), status: args.status })),
   }),
 );
 
