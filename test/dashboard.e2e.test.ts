@@ -229,6 +229,42 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await page.reload();
   });
 
+  it('edits the email sender allowlist and the browser-form settings, with the API\'s errors inline', async () => {
+    await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByText('No sender patterns').waitFor();
+    await page.getByRole('textbox', { name: 'Sender pattern', exact: true }).fill('Alerts@Example.com');
+    await page.getByRole('button', { name: 'Add sender' }).click();
+    const row = page.getByRole('table', { name: 'Sender patterns' }).getByRole('row', { name: /alerts@example\.com/ });
+    await row.waitFor();
+    // The same pattern again: the API's 409, shown in the section.
+    await page.getByRole('textbox', { name: 'Sender pattern', exact: true }).fill('alerts@example.com');
+    await page.getByRole('button', { name: 'Add sender' }).click();
+    await page.getByRole('alert').filter({ hasText: 'already_exists' }).waitFor();
+    const list = async () => (await gql('query($id: ID!) { webhookEmailAllowlist(id: $id) { items { id pattern } } }', { id: webhook.id })).webhookEmailAllowlist.items;
+    expect((await list()).map((e: any) => e.pattern)).toEqual(['alerts@example.com']);
+
+    // An origin with a path: the API's 400, shown in the section; then a valid one.
+    await page.getByLabel('Allowed origins').fill('https://www.example.com/contact');
+    await page.getByRole('button', { name: 'Save form settings' }).click();
+    await page.locator('#browser-forms').getByRole('alert').waitFor();
+    await page.getByLabel('Form access').selectOption('public');
+    await page.getByLabel('Allowed origins').fill('https://www.example.com\nhttp://localhost:8080');
+    await page.getByRole('button', { name: 'Save form settings' }).click();
+    await page.getByText('Form settings saved.').waitFor();
+    const saved = (await gql('query($id: ID!) { webhook(id: $id) { formAccess formAllowedOrigins } }', { id: webhook.id })).webhook;
+    expect(saved).toEqual({ formAccess: 'public', formAllowedOrigins: ['https://www.example.com', 'http://localhost:8080'] });
+    await shot('08-allowlist-and-forms');
+
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No sender patterns').waitFor();
+    expect(await list()).toEqual([]);
+    // Back to the defaults for the next steps.
+    await gql('mutation($id: ID!) { updateWebhook(id: $id, formAccess: "secret", formAllowedOrigins: ["*"]) { id } }', { id: webhook.id });
+    await page.reload();
+  });
+
   it('pauses and resumes the webhook', async () => {
     await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
     await page.getByRole('button', { name: 'Pause' }).click();

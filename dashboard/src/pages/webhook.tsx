@@ -1,9 +1,10 @@
 // One webhook: addresses and lifecycle, every control, destinations, routing rules, transform,
-// the test-delivery probe, secrets (rotation shows the new secret once), provider pack and quota overrides.
+// the test-delivery probe, secrets (rotation shows the new secret once), provider pack, quota overrides,
+// the email sender allowlist and browser-form access (CONTRACT §12).
 import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Json, Loading, Page, Section, Select, TextArea, Time, parseJsonField, slug, useAction, useQuery } from '../ui.tsx';
+import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Json, Loading, LoadMore, Page, Section, Select, TextArea, Time, parseJsonField, slug, useAction, usePaged, useQuery } from '../ui.tsx';
 import { SETTINGS_FIELDS, WebhookControls, controlsFromForm, type WebhookSettings } from '../parts/webhook-controls.tsx';
 import { curlExample } from './webhooks.tsx';
 
@@ -14,6 +15,8 @@ interface Webhook extends WebhookSettings {
   ingestUrl: string;
   formIngestUrl: string;
   emailIngestAddress: string;
+  formAccess: string;
+  formAllowedOrigins: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -29,7 +32,7 @@ interface Destination {
   listenerConnected: boolean;
 }
 
-const WEBHOOK = `id status publicId ingestUrl formIngestUrl emailIngestAddress createdAt updatedAt ${SETTINGS_FIELDS}`;
+const WEBHOOK = `id status publicId ingestUrl formIngestUrl emailIngestAddress formAccess formAllowedOrigins createdAt updatedAt ${SETTINGS_FIELDS}`;
 
 function Lifecycle({ webhook, onChange }: { webhook: Webhook; onChange: (w?: Webhook) => void }) {
   const [, navigate] = useLocation();
@@ -635,6 +638,151 @@ function QuotaOverrides({ webhookId }: { webhookId: string }) {
   );
 }
 
+interface AllowlistEntry {
+  id: string;
+  pattern: string;
+  createdAt: string;
+}
+
+function EmailAllowlist({ webhookId }: { webhookId: string }) {
+  const list = usePaged<AllowlistEntry>(
+    (cursor) =>
+      gql(`query($id: ID!, $cursor: String) { webhookEmailAllowlist(id: $id, limit: 100, cursor: $cursor) { items { id pattern createdAt } nextCursor } }`, { id: webhookId, cursor }).then(
+        (d) => d.webhookEmailAllowlist,
+      ),
+    [webhookId],
+  );
+  const add = useAction(async (form: HTMLFormElement) => {
+    const pattern = String(new FormData(form).get('pattern') ?? '').trim();
+    await gql(`mutation($id: ID!, $pattern: String!) { addEmailAllowlistEntry(id: $id, pattern: $pattern) { id } }`, { id: webhookId, pattern });
+    form.reset();
+    list.reload();
+  });
+  const remove = useAction(async (entryId: string) => {
+    await gql(`mutation($id: ID!, $entryId: ID!) { deleteEmailAllowlistEntry(id: $id, entryId: $entryId) { id deleted } }`, { id: webhookId, entryId });
+    list.reload();
+  });
+  return (
+    <Section title="Email sender allowlist">
+      <p class="muted">
+        Senders the email address takes, matched case-insensitively against the From: address (else MAIL FROM): an address (ana@example.com), a domain (example.com, not its subdomains) or a local part on any domain
+        (alerts@*). Empty: every sender. Mail from any other sender is accepted and dropped. Changes need Starter and above.
+      </p>
+      <ErrorBanner error={list.error ?? remove.error} />
+      {!list.loading && !list.error && list.items.length === 0 ? <Empty title="No sender patterns">Every sender is taken. Add a pattern to take only those senders.</Empty> : null}
+      {list.items.length ? (
+        <div class="table-wrap">
+          <table aria-label="Sender patterns">
+            <thead>
+              <tr>
+                <th scope="col">Pattern</th>
+                <th scope="col">Added</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.items.map((e) => (
+                <tr key={e.id} data-entry-id={e.id}>
+                  <td>
+                    <code>{e.pattern}</code>
+                  </td>
+                  <td>
+                    <Time value={e.createdAt} />
+                  </td>
+                  <td>
+                    <ConfirmButton label="Delete" danger small title={`Remove sender pattern ${e.pattern}?`} body="The next mail sees the change." onConfirm={() => remove.call(e.id)} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <form
+        class="stack"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void add.call(e.currentTarget);
+        }}
+      >
+        <div class="row">
+          <Field label="Sender pattern" name="pattern" required maxLength={254} autoComplete="off" placeholder="alerts@example.com" hint="At most 254 characters, no spaces, at most one @." />
+        </div>
+        <ErrorBanner error={add.error} />
+        <div class="row">
+          <button type="submit" class="primary" disabled={add.pending}>
+            Add sender
+          </button>
+        </div>
+      </form>
+    </Section>
+  );
+}
+
+function BrowserForms({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook) => void }) {
+  const [saved, setSaved] = useState(false);
+  const save = useAction(async (form: HTMLFormElement) => {
+    const f = new FormData(form);
+    const origins = String(f.get('formAllowedOrigins') ?? '')
+      .split(/[\s,]+/)
+      .filter(Boolean);
+    const data = await gql<{ updateWebhook: Webhook }>(
+      `mutation($id: ID!, $formAccess: String, $formAllowedOrigins: [String!]) { updateWebhook(id: $id, formAccess: $formAccess, formAllowedOrigins: $formAllowedOrigins) { ${WEBHOOK} } }`,
+      { id: webhook.id, formAccess: f.get('formAccess'), formAllowedOrigins: origins.length ? origins : ['*'] },
+    );
+    onSaved(data.updateWebhook);
+    setSaved(true);
+  });
+  return (
+    <Section title="Browser forms">
+      <form
+        class="stack"
+        key={webhook.updatedAt}
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void save.call(e.currentTarget);
+        }}
+      >
+        <p class="muted">
+          How a browser posts to the form ingest URL <code>{webhook.formIngestUrl}</code>. A post from an origin not listed is refused (403 origin_not_allowed); requests without an Origin (not a browser) are not subject to the list.
+        </p>
+        <Select
+          label="Form access"
+          name="formAccess"
+          defaultValue={webhook.formAccess}
+          options={[
+            ['secret', 'secret: the ingest secret is required (_secret field, header or signature)'],
+            ['public', 'public: no secret, the URL is the credential'],
+          ]}
+        />
+        <TextArea
+          label="Allowed origins"
+          name="formAllowedOrigins"
+          rows={3}
+          defaultValue={webhook.formAllowedOrigins.join('\n')}
+          placeholder="https://www.example.com"
+          hint="One a line: * (any origin) or exact origins, scheme://host[:port] with no path and no trailing slash. Empty: *."
+        />
+        <ErrorBanner error={save.error} />
+        {saved ? (
+          <p class="success-banner" role="status">
+            Form settings saved.
+          </p>
+        ) : null}
+        <div class="row">
+          <button type="submit" class="primary" disabled={save.pending}>
+            Save form settings
+          </button>
+        </div>
+      </form>
+    </Section>
+  );
+}
+
 export default function WebhookPage({ params }: { params: Record<string, string | undefined> }) {
   const id = params.id!;
   const q = useQuery(
@@ -673,7 +821,7 @@ export default function WebhookPage({ params }: { params: Record<string, string 
       }
     >
       <nav class="toc" aria-label="On this page">
-        {['Addresses and lifecycle', 'Settings', 'Destinations', 'Routing rules', 'Transform', 'Test delivery', 'Secrets', 'Provider pack', 'Quota overrides'].map((t) => (
+        {['Addresses and lifecycle', 'Settings', 'Destinations', 'Routing rules', 'Transform', 'Test delivery', 'Secrets', 'Provider pack', 'Quota overrides', 'Email sender allowlist', 'Browser forms'].map((t) => (
           <a key={t} href={`#${slug(t)}`}>
             {t}
           </a>
@@ -717,6 +865,8 @@ export default function WebhookPage({ params }: { params: Record<string, string 
       <Secrets webhookId={id} />
       <ProviderPack webhookId={id} />
       <QuotaOverrides webhookId={id} />
+      <EmailAllowlist webhookId={id} />
+      <BrowserForms webhook={w} onSaved={setWebhook} />
     </Page>
   );
 }
