@@ -16,7 +16,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
-import { createDeliveryEngine, type DeliveryEngine } from './deliveries/engine.ts';
+import { createDeliveryEngine, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
@@ -182,6 +182,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
     stop() {
       stopRequested = true;
       stopping ??= (async () => {
+        // Drains stop claiming at once (graphile-worker's abort signal would come too late).
+        if (engine) stopDrains(engine);
         await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), smtp?.close()]);
         await metricsServer?.close();
         unwatch();

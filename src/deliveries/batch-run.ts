@@ -123,7 +123,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       await slots.acquire();
       slot = true;
       if (!canStart(lease, claim.webhook.timeoutMs)) await renewing;
-      if (signal?.aborted || !canStart(lease, claim.webhook.timeoutMs)) {
+      if (signal?.aborted || drain.stopping || !canStart(lease, claim.webhook.timeoutMs)) {
         // Shutting down, or the lease could not be renewed: this one waits for another drain.
         answer();
         await published.catch(() => {});
@@ -139,6 +139,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   let single = false;
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
+  drain.whenStopped(() => slots.abandon());
   // Renewed on a timer of its own: with a slow receiver the loop may wait a whole timeout for an answer.
   let renewing: Promise<unknown> | null = null;
   const renewal = setInterval(() => {
@@ -155,7 +156,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
       // Claims come in batches: once half the window is free (the attempts next in line are
       // running), or for deliveries whose jobs named them.
-      if (room > 0 && (round === 0 || drain.size || (!exhausted && (room >= slots.size || pending === 0))) && canStart(lease, timeoutMs)) {
+      if (room > 0 && !drain.stopping && (round === 0 || drain.size || (!exhausted && (room >= slots.size || pending === 0))) && canStart(lease, timeoutMs)) {
         const named = drain.take();
         const asked = round === 0 ? [deliveryId, ...named.ids] : named.ids;
         const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
@@ -164,7 +165,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
           // Switched to strict FIFO or throttling: each delivery goes its own way, with its own job.
           stopDraining();
           single = true;
-          for (const id of named.ids) await requeueAttemptJob(db, id, new Date());
+          for (const id of asked) await requeueAttemptJob(db, id, new Date());
           break;
         }
         engine.jobTable.noteDeleted(batch.jobsDeleted);
@@ -184,12 +185,17 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         }
         drain.roomLeft = pending < window();
       }
-      if (Date.now() > deadline || signal?.aborted || lease.slots === 0) {
+      if (Date.now() > deadline || signal?.aborted || drain.stopping || lease.slots === 0) {
         handOff = true;
         break;
       }
       if (pending === 0) {
-        if (drain.size) continue;
+        if (drain.size && canStart(lease, timeoutMs)) continue;
+        if (drain.size) {
+          // The lease does not outlive an attempt (a longer timeout since it was granted): renew it first.
+          await (renewing ?? new Promise((r) => setTimeout(r, 50)));
+          continue;
+        }
         // Nothing claimed and nothing named: wait a moment for the webhook's next job before ending.
         drain.roomLeft = true;
         const joined = await Promise.race([drain.woken().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), LINGER_MS))]);

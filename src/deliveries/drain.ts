@@ -51,6 +51,20 @@ export class Drain {
     this.wakeUp?.();
   }
 
+  /** The runner is shutting down: claim nothing more, and what waits for a slot goes back to wait for another runner. */
+  stopping = false;
+  private onStop: (() => void) | null = null;
+
+  stop(): void {
+    this.stopping = true;
+    this.onStop?.();
+    this.wake();
+  }
+
+  whenStopped(fn: () => void): void {
+    this.onStop = fn;
+  }
+
   /** No join wakes the drain any more (it is waiting for nothing). */
   sleep(): void {
     this.wakeUp = null;

@@ -32,3 +32,12 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   });
   return { rt, rollups, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rollups), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
 }
+
+/**
+ * First step of a runner's shutdown: every drain stops claiming, sends nothing more that is still
+ * waiting for a slot (those deliveries go back to wait, with their jobs), and gives its lease
+ * back once the requests it has open are answered.
+ */
+export function stopDrains(engine: DeliveryEngine): void {
+  for (const drain of engine.drains.values()) drain.stop();
+}

@@ -42,34 +42,51 @@ export type LeaseGrant =
   | { kind: 'none' };
 
 /**
- * Grants up to `want` free slots of the webhook to a new lease, in one statement under the
- * webhook's row lock (FOR NO KEY UPDATE: ingest's foreign-key locks do not wait for it), and
+ * Grants up to `want` free slots of the webhook to a new lease under the webhook's row lock
+ * (FOR NO KEY UPDATE: ingest's foreign-key locks do not wait for it), and
  * clears the webhook's expired leases. Only active parallel webhooks without throttling are
  * drained under leases.
  */
-export async function acquireSlotLease(db: pg.Pool | pg.PoolClient, webhookId: string, want: number): Promise<LeaseGrant> {
+export async function acquireSlotLease(db: pg.Pool, webhookId: string, want: number): Promise<LeaseGrant> {
   const id = newId('lse');
   const asked = Date.now();
-  const { rows } = await db.query({
-    name: 'acquire_slot_lease',
-    text: `WITH w AS (
-             SELECT id, project_id, status, max_in_flight, in_flight, timeout_ms,
-                    (status = 'active' AND delivery_mode = 'parallel' AND throttle_rate_per_second IS NULL) AS batchable
-               FROM webhooks WHERE id = $1
-                FOR NO KEY UPDATE
-           ), expired AS (
-             DELETE FROM webhook_slot_leases WHERE webhook_id = $1 AND expires_at <= now() AND EXISTS (SELECT 1 FROM w)
-           ), free AS (
-             SELECT w.*, LEAST($3::int, w.max_in_flight - w.in_flight - ${leasedSlotsSql('w.id')}) AS n FROM w
-           ), ins AS (
-             INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at)
-             SELECT $2, project_id, id, n, now() + make_interval(secs => (timeout_ms + $4::int)::float8 / 1000) FROM free WHERE batchable AND n > 0
-             RETURNING slots
-           )
-           SELECT free.status, free.batchable, free.timeout_ms, (SELECT slots FROM ins) AS slots FROM free`,
-    values: [webhookId, id, want, LEASE_MARGIN_MS],
-  });
-  const row = rows[0];
+  // Two statements in one transaction: the second takes its snapshot after the row lock is
+  // ours, so it sees every lease granted (and committed) by whoever held the lock before. In one
+  // statement the sum of live leases would be read from a snapshot taken before waiting for the
+  // lock, and two runners granting at once would each hand out every free slot.
+  const client = await db.connect();
+  let row: { status: string; batchable: boolean; timeout_ms: number; slots: number | null } | undefined;
+  try {
+    await client.query('BEGIN');
+    const { rows: locked } = await client.query({ name: 'lock_webhook_for_lease', text: 'SELECT 1 FROM webhooks WHERE id = $1 FOR NO KEY UPDATE', values: [webhookId] });
+    if (locked.length > 0) {
+      const { rows } = await client.query({
+        name: 'acquire_slot_lease',
+        text: `WITH w AS (
+                 SELECT id, project_id, status, max_in_flight, in_flight, timeout_ms,
+                        (status = 'active' AND delivery_mode = 'parallel' AND throttle_rate_per_second IS NULL) AS batchable
+                   FROM webhooks WHERE id = $1
+               ), expired AS (
+                 DELETE FROM webhook_slot_leases WHERE webhook_id = $1 AND expires_at <= now()
+               ), free AS (
+                 SELECT w.*, LEAST($3::int, w.max_in_flight - w.in_flight - ${leasedSlotsSql('w.id')}) AS n FROM w
+               ), ins AS (
+                 INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at)
+                 SELECT $2, project_id, id, n, now() + make_interval(secs => (timeout_ms + $4::int)::float8 / 1000) FROM free WHERE batchable AND n > 0
+                 RETURNING slots
+               )
+               SELECT free.status, free.batchable, free.timeout_ms, (SELECT slots FROM ins) AS slots FROM free`,
+        values: [webhookId, id, want, LEASE_MARGIN_MS],
+      });
+      row = rows[0];
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
   if (!row || row.status !== 'active') return { kind: 'none' };
   if (!row.batchable) return { kind: 'single' };
   if (!row.slots) return { kind: 'busy' };
