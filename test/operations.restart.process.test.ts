@@ -14,6 +14,11 @@ import { freePort } from '../src/db/embedded.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KILLS = 20;
 const HEALTHY_WITHIN_MS = 10_000;
+/**
+ * A start whose directory holds no cluster yet (the first start was killed during initdb) is a
+ * first start again: initdb and every migration, which alone take 5-10 s on this 2-core machine.
+ */
+const FIRST_START_WITHIN_MS = 30_000;
 /** SIGTERM to the group: gone within this (the runner's SIGKILL comes at 10 s). */
 const GONE_WITHIN_MS = 8_000;
 
@@ -148,7 +153,7 @@ afterAll(async () => {
 });
 
 describe('npm start killed at random moments', () => {
-  it(`recovers from ${KILLS} SIGKILLs of its process group during start and stop: healthy within ${HEALTHY_WITHIN_MS / 1000} s each time`, async () => {
+  it(`recovers from ${KILLS} SIGKILLs of its process group during start and stop: healthy within ${HEALTHY_WITHIN_MS / 1000} s each time (a first start again, after a kill during initdb: ${FIRST_START_WITHIN_MS / 1000} s)`, async () => {
     const seed = Number(process.env.RESTART_SEED) || Date.now() % 2 ** 31;
     const rand = random(seed);
     const kills: string[] = [];
@@ -195,8 +200,9 @@ describe('npm start killed at random moments', () => {
         kills.push(`stop +${delay} ms (${at})`);
       }
       expect(leftovers(), `left running after kill ${k + 1} ${context()}`).toEqual([]);
+      const initialised = existsSync(path.join(clusterDir, 'PG_VERSION'));
       current = npmStart(port);
-      startMs = await readyWithin(current, port, HEALTHY_WITHIN_MS, context);
+      startMs = await readyWithin(current, port, initialised ? HEALTHY_WITHIN_MS : FIRST_START_WITHIN_MS, context);
       kills[kills.length - 1] += `, next ready in ${startMs} ms`;
       const started = /"msg":"embedded PostgreSQL [^"]*data in ([^ ,"]+)/.exec(output(current));
       if (started) clusterDir = started[1];
