@@ -1,5 +1,5 @@
 import type { AlertDispatch, AlertRule } from '../generated/prisma/client.ts';
-import { builder } from '../graphql/builder.ts';
+import { builder, type BuilderTypes } from '../graphql/builder.ts';
 import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { createAlertRule, deleteAlertRule, getAlertRule, listAlertDispatches, listAlertRules, updateAlertRule, type AlertRuleInput } from './rules.ts';
 
@@ -11,8 +11,8 @@ const ConditionRef = builder.objectRef<AlertRule>('AlertCondition').implement({
   }),
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function ruleFields(t: any) {
+// Shared by AlertRule and CreatedAlertRule.
+function ruleFields(t: PothosSchemaTypes.ObjectFieldBuilder<BuilderTypes, AlertRule>) {
   return {
     id: t.exposeID('id'),
     name: t.exposeString('name'),

@@ -1,9 +1,9 @@
-import { builder } from '../graphql/builder.ts';
+import { builder, type BuilderTypes } from '../graphql/builder.ts';
 import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { createDrain, deleteDrain, DRAIN_KINDS, getDrain, listDrains, rotateDrainSecret, updateDrain, type DrainInput, type DrainView } from './service.ts';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function drainFields(t: any) {
+// Shared by EventDrain and CreatedEventDrain.
+function drainFields(t: PothosSchemaTypes.ObjectFieldBuilder<BuilderTypes, DrainView>) {
   return {
     id: t.exposeID('id'),
     name: t.exposeString('name'),

@@ -45,6 +45,7 @@ import { BYTES_ROUTES, REST_ROUTES, type BytesRoute, type RestRoute } from './ro
  * delivery (`webhooks`). Nothing here restates a GraphQL type.
  */
 
+// any: the document is built and edited as plain JSON, read at any depth (SOFA's part of it too).
 type Json = Record<string, any>;
 
 

@@ -6,6 +6,7 @@ import qs from 'qs';
 import YAML from 'yaml';
 import { useSofa } from 'sofa-api';
 import { InvalidRequest, MethodNotAllowed, NotFound, toHttpError } from '../errors.ts';
+import type { Auth } from '../auth.ts';
 import type { GraphQLContext } from '../graphql/builder.ts';
 import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
@@ -95,6 +96,12 @@ export async function restOpenApiDocument(sofa: ReturnType<typeof useSofa>, sche
   return buildOpenApiDocument({ sofaDocument, schema, version: SERVICE_VERSION });
 }
 
+/** What this layer hands SOFA with each request: who it acts for, and the arguments it validated. */
+interface RestServerContext {
+  auth: Auth;
+  variables?: Record<string, unknown>;
+}
+
 /**
  * `/v1`: SOFA over the GraphQL schema, restricted to the route table. This layer only
  * authenticates, matches the route (404/405), reads and parses the body (JSON or
@@ -107,8 +114,8 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   const validatedArgs = new WeakMap<object, Record<string, unknown>>();
   const executeCompiled = createCompiledExecute();
   const sofa = createRestSofa(schema, {
-    // any: SOFA passes its server context untyped; this layer put `auth` and `variables` in it.
-    context: (serverContext: any): GraphQLContext => {
+    // SOFA passes on the server context this layer gives each route's handler (below).
+    context: (serverContext: RestServerContext): GraphQLContext => {
       const ctx: GraphQLContext = { rt, auth: serverContext.auth };
       if (serverContext.variables) validatedArgs.set(ctx, serverContext.variables);
       return ctx;
@@ -130,11 +137,12 @@ export function createRestHandler(rt: Runtime, schema: GraphQLSchema) {
   // would only dispatch the request a second time (URLPattern matching, checks of a query string
   // the forwarded request does not carry, the server adapter's hooks) before calling it. A route
   // fets does not list (an internal that moved) goes through SOFA's router as a whole.
-  type SofaHandler = (request: Request, context: object) => Promise<Response>;
+  type SofaHandler = (request: Request, context: RestServerContext) => Promise<Response>;
   const sofaRouted: SofaHandler = async (request, context) => sofa.handleRequest(request, context);
   const sofaHandlers = new Map<string, SofaHandler>();
-  // any: SOFA's route list is internal (no public accessor); read to call its handlers directly.
-  for (const route of ((sofa as any).__routes ?? []) as Array<{ method?: string; path?: string; handler?: SofaHandler }>) {
+  // SOFA's route list is internal (no public accessor); read to call its handlers directly.
+  const internals = sofa as unknown as { __routes?: Array<{ method?: string; path?: string; handler?: SofaHandler }> };
+  for (const route of internals.__routes ?? []) {
     if (route.method && route.path && typeof route.handler === 'function') sofaHandlers.set(`${route.method.toUpperCase()} ${route.path}`, route.handler);
   }
   const handlers = new Map<CompiledRoute, SofaHandler>();

@@ -1,4 +1,5 @@
-import { builder } from '../graphql/builder.ts';
+import type { ArgBuilder } from '@pothos/core';
+import { builder, type BuilderTypes } from '../graphql/builder.ts';
 import { webhookBacklog, webhookMetrics, type WebhookBacklog, type WebhookMetrics } from './service.ts';
 
 const TotalsRef = builder.objectRef<WebhookMetrics['totals']>('MetricTotals').implement({
@@ -75,8 +76,7 @@ export const WebhookBacklogRef = builder.objectRef<WebhookBacklog>('WebhookBackl
   }),
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const windowArg = (arg: any) =>
+const windowArg = (arg: ArgBuilder<BuilderTypes>) =>
   // An explicit empty `?window=` reaches the service (a 400), not read as absent (src/http/validate-args.ts).
   arg.string({ required: false, description: '1h, 24h, 7d or 30d (default 24h).', extensions: { emptyIsValue: true } });
 

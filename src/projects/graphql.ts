@@ -1,5 +1,6 @@
 import type { ApiKey } from '../generated/prisma/client.ts';
-import { builder } from '../graphql/builder.ts';
+import type { ArgBuilder } from '@pothos/core';
+import { builder, type BuilderTypes } from '../graphql/builder.ts';
 import { connectionOf, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { listAuditLogs } from './audit-logs.ts';
 import { getWebhookQuotaOverrides, setWebhookQuotaOverrides, type WebhookQuotaView } from './overrides.ts';
@@ -24,8 +25,7 @@ const QuotasRef = builder.objectRef<TierQuotas>('Quotas').implement({
   fields: (t) =>
     Object.fromEntries(
       QUOTA_NAMES.map((name) => [name, t.field({ type: 'SafeInt', description: QUOTA_DESCRIPTIONS[name], resolve: (q) => q[name] })]),
-      // any: Pothos types a fields object by its literal keys; one built from the quota names has none.
-    ) as any,
+    ),
 });
 
 const QuotaOverridesRef = builder.objectRef<QuotaOverrides>('QuotaOverrides').implement({
@@ -33,8 +33,7 @@ const QuotaOverridesRef = builder.objectRef<QuotaOverrides>('QuotaOverrides').im
   fields: (t) =>
     Object.fromEntries(
       OVERRIDABLE_QUOTAS.map((name) => [name, t.field({ type: 'SafeInt', nullable: true, description: QUOTA_DESCRIPTIONS[name], resolve: (q) => q[name] ?? null })]),
-      // any: as for Quotas, keys built from the quota names.
-    ) as any,
+    ),
 });
 
 const WebhookQuotaOverridesRef = builder.objectRef<WebhookQuotaView>('WebhookQuotaOverrides').implement({
@@ -235,10 +234,9 @@ builder.queryField('auditLogsConnection', (t) =>
 
 // ---------------------------------------------------------------- webhook quota overrides
 
-// any: Pothos's argument builder type is internal to its field builder (no exported name).
-const overrideArgs = (t: any) =>
+const overrideArgs = (arg: ArgBuilder<BuilderTypes>) =>
   Object.fromEntries(
-    OVERRIDABLE_QUOTAS.map((name) => [name, t.arg({ type: 'SafeInt', required: false, description: `${QUOTA_DESCRIPTIONS[name]} null removes the override.` })]),
+    OVERRIDABLE_QUOTAS.map((name) => [name, arg({ type: 'SafeInt', required: false, description: `${QUOTA_DESCRIPTIONS[name]} null removes the override.` })]),
   );
 
 builder.queryField('webhookQuotaOverrides', (t) =>
@@ -254,9 +252,9 @@ builder.mutationField('setWebhookQuotaOverrides', (t) =>
   t.field({
     type: WebhookQuotaOverridesRef,
     description: "Tightens the project's limits for one webhook. A value above the project's limit is 400; null removes an override; a quota left out keeps its value.",
-    args: { id: t.arg.id({ required: true }), ...overrideArgs(t) },
+    args: { id: t.arg.id({ required: true }), ...overrideArgs(t.arg) },
     resolve: (_root, args, ctx) => {
-      const { id, ...changes } = args as Record<string, any>;
+      const { id, ...changes } = args;
       return setWebhookQuotaOverrides(ctx.rt, ctx.auth.projectId, String(id), changes, ctx.auth.apiKeyId);
     },
   }),

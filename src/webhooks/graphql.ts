@@ -1,6 +1,8 @@
 import type { ArgBuilder } from '@pothos/core';
 import type { Webhook } from '../generated/prisma/client.ts';
-import { builder, type GraphQLContext } from '../graphql/builder.ts';
+import type { PrismaModelTypes } from '@pothos/plugin-prisma';
+import type PrismaTypes from '../generated/pothos-types.ts';
+import { builder, type BuilderTypes as Types, type GraphQLContext } from '../graphql/builder.ts';
 import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { DestinationRef } from '../destinations/graphql.ts';
@@ -19,10 +21,12 @@ import { type TransformView } from '../webhook-config/transform.ts';
 import { updateWebhook } from './update-webhook.ts';
 import { addEmailAllowlistEntry, deleteEmailAllowlistEntry, listEmailAllowlist, type EmailAllowlistEntryView } from './email-allowlist.ts';
 
-type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 
 export const WebhookStatusEnum = builder.enumType('WebhookStatus', { values: ['active', 'paused', 'archived'] as const });
 export const DeliveryModeEnum = builder.enumType('DeliveryMode', { values: ['parallel', 'strict_fifo'] as const });
+// Stored as text; the service writes only these values.
+type WebhookStatus = (typeof WebhookStatusEnum)['$inferType'];
+type DeliveryMode = (typeof DeliveryModeEnum)['$inferType'];
 
 const RetryPolicyRef = builder.objectRef<RetryPolicy>('RetryPolicy').implement({
   fields: (t) => ({
@@ -35,19 +39,18 @@ const RetryPolicyRef = builder.objectRef<RetryPolicy>('RetryPolicy').implement({
   }),
 });
 
-// Shared by the Webhook type and its CreatedWebhook variant (whose builders Pothos types apart).
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function webhookFields(t: any) {
+// Shared by the Webhook type and its CreatedWebhook variant.
+function webhookFields(t: PothosSchemaTypes.PrismaObjectFieldBuilder<Types, PrismaModelTypes & PrismaTypes['Webhook'], Webhook>) {
   const addresses = (w: Webhook, ctx: GraphQLContext) => webhookAddresses(ctx.rt.config, w.publicId);
   return {
     id: t.exposeID('id'),
     publicId: t.exposeString('publicId'),
     name: t.exposeString('name'),
-    status: t.field({ type: WebhookStatusEnum, resolve: (w: Webhook) => w.status }),
+    status: t.field({ type: WebhookStatusEnum, resolve: (w) => w.status as WebhookStatus }),
     ingestUrl: t.string({ resolve: (w: Webhook, _a: unknown, ctx: GraphQLContext) => addresses(w, ctx).ingestUrl }),
     formIngestUrl: t.string({ resolve: (w: Webhook, _a: unknown, ctx: GraphQLContext) => addresses(w, ctx).formIngestUrl }),
     emailIngestAddress: t.string({ resolve: (w: Webhook, _a: unknown, ctx: GraphQLContext) => addresses(w, ctx).emailIngestAddress }),
-    deliveryMode: t.field({ type: DeliveryModeEnum, resolve: (w: Webhook) => w.deliveryMode }),
+    deliveryMode: t.field({ type: DeliveryModeEnum, resolve: (w) => w.deliveryMode as DeliveryMode }),
     maxInFlight: t.exposeInt('maxInFlight'),
     timeoutMs: t.exposeInt('timeoutMs'),
     retryPolicy: t.field({ type: RetryPolicyRef, resolve: (w: Webhook) => w.retryPolicy as unknown as RetryPolicy }),
