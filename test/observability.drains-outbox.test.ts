@@ -1,3 +1,7 @@
+// The drain outbox: an event is deleted only once sent (a batch deletes by id, so an event whose
+// transaction commits while a batch is out is sent later, not lost); emitting in the delivery path
+// neither plans nor locks a job row; the outbox stays within its bound while a drain backs off;
+// sends at once per process are bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRAIN_MAX_CONCURRENT_SENDS, planDrainSends } from '../src/drains/send.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
@@ -39,7 +43,7 @@ async function drainOf(path: string) {
 const emit = (db: { query: (sql: string, v: unknown[]) => Promise<unknown> }, projectId: string, n: number) =>
   db.query(`SELECT drain_emit($1, NULL, 'webhook.changed', jsonb_build_object('n', $2::int))`, [projectId, n]);
 
-describe('event drains: outbox fixes', () => {
+describe('event drains: the outbox and its sends', () => {
   it('an event whose transaction commits while a batch is out is not deleted with it (deletes by id)', async () => {
     const path = '/late-commit';
     const { projectId } = await drainOf(path);
