@@ -42,6 +42,7 @@ const lists = (): ListCase[] => [
   { field: 'dlqExportConnection', args: 'state: "all"', select: 'id payloadBase64', rest: '/v1/dlq/export?state=all&' },
   { field: 'drainsConnection', args: '', select: 'id name', rest: '/v1/project/drains?' },
   { field: 'webhookEmailAllowlistConnection', args: `id: "${allowlistWebhookId}"`, select: 'id pattern', rest: `/v1/webhooks/${allowlistWebhookId}/email-allowlist?` },
+  { field: 'webhookSchedulesConnection', args: `id: "${allowlistWebhookId}"`, select: 'id name', rest: `/v1/webhooks/${allowlistWebhookId}/schedules?` },
   { field: 'webhooksConnection', args: '', select: 'id status', rest: '/v1/webhooks?' },
   { field: 'deliveriesConnection', args: '', select: 'id webhookId', rest: '/v1/deliveries?' },
   { field: 'deliveriesConnection', args: `webhookId: "${dlqWebhookId}", status: "queued"`, select: 'id webhookId', rest: `/v1/deliveries?webhookId=${dlqWebhookId}&status=queued&` },
@@ -56,7 +57,7 @@ beforeAll(async () => {
   ({ apiKey: key, projectId } = await app.project('enterprise'));
   const prisma = app.rt.db.prisma;
 
-  // Through the REST routes: API keys, alert rules, drains, an email allowlist (and audit logs of them).
+  // Through the REST routes: API keys, alert rules, drains, an email allowlist, schedules (and audit logs of them).
   for (let i = 0; i < 5; i++) {
     expect((await app.api(key, 'POST', '/v1/project/api-keys', { name: `key ${i}` })).status).toBe(201);
     const rule = await app.api(key, 'POST', '/v1/project/alert-rules', { name: `rule ${i}`, condition: { type: 'dlq_added', threshold: 1 }, channels: [{ type: 'email', to: 'ops@example.com' }] });
@@ -66,6 +67,7 @@ beforeAll(async () => {
   }
   allowlistWebhookId = (await createWebhook(app, key, { name: 'mail' })).id;
   for (let i = 0; i < 6; i++) expect((await app.api(key, 'POST', `/v1/webhooks/${allowlistWebhookId}/email-allowlist`, { pattern: `sender${i}@example.com` })).status).toBe(201);
+  for (let i = 0; i < 4; i++) expect((await app.api(key, 'POST', `/v1/webhooks/${allowlistWebhookId}/schedules`, { name: `yearly ${i}`, cron: '0 0 1 1 *' })).status).toBe(201);
 
   // Written as the engine and the evaluator write them: dispatches, an automation's versions and runs, a delivery's attempts and replay jobs, DLQ entries.
   const ruleId = (await prisma.alertRule.findFirstOrThrow({ where: { projectId } })).id;

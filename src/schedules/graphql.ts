@@ -1,6 +1,6 @@
 import type { Schedule } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
-import { pageArgs, pageOf } from '../pagination/graphql.ts';
+import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { createSchedule, deleteSchedule, getSchedule, listSchedules, updateSchedule, type ScheduleInput } from './service.ts';
 import { triggerSchedule } from './tick.ts';
@@ -52,6 +52,12 @@ builder.queryFields((t) => ({
     description: `A webhook's schedules, oldest first (cursor-paginated). ${FEATURE_TIERS.recurring_schedules} tier and above.`,
     args: { id: t.arg.id({ required: true, description: 'The webhook.' }), ...pageArgs },
     resolve: (_r, a, ctx) => listSchedules(ctx.rt, ctx.auth.projectId, String(a.id), a),
+  }),
+  webhookSchedulesConnection: t.connection({
+    type: ScheduleRef,
+    description: `A webhook's schedules, oldest first, as a Relay connection. ${FEATURE_TIERS.recurring_schedules} tier and above.`,
+    args: { id: t.arg.id({ required: true, description: 'The webhook.' }) },
+    resolve: async (_r, a, ctx) => connectionOf(await listSchedules(ctx.rt, ctx.auth.projectId, String(a.id), pageRequestOf(a))),
   }),
   webhookSchedule: t.prismaField({
     type: 'Schedule',
