@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { log } from '../log.ts';
 import { automationRoom } from '../automations/run.ts';
-import { claimDelivery, type ClaimedDelivery } from './claim.ts';
+import { claimDelivery, LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
 import { deferClaim } from './defer.ts';
 import { deliveryView } from './delivery-view.ts';
@@ -22,6 +22,13 @@ const DRAIN_BUDGET_MS = 5_000;
  * ending and starting again per event.
  */
 const LINGER_MS = 25;
+
+/** How much work a drain keeps claimed ahead of its slots, in time at its attempts' pace (see window in runDrain). */
+const CLAIM_AHEAD_MS = 1_000;
+
+/** How long a claim holds its delivery: batch claims (claim-batch.ts) and one-at-a-time ones (claim.ts). */
+const BATCH_CLAIM_LEASE_MS = (timeoutMs: number) => 2 * timeoutMs + LEASE_MARGIN_MS;
+const SINGLE_CLAIM_LEASE_MS = (timeoutMs: number) => timeoutMs + LEASE_MARGIN_MS;
 
 /** When a drain found every slot of its webhook leased by other runners' drains: its deliveries' jobs run again after about this. */
 const SLOTS_BUSY_RETRY_MS = 100;
@@ -102,17 +109,31 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   /** Every attempt's whole run, through its recorded result. */
   const runs = new Set<Promise<void>>();
   let timeoutMs = 0;
-  const window = () => Math.min(DRAIN_MAX_IN_FLIGHT, 2 * slots.size);
+  // How long an attempt takes here (answers seen so far, a moving average): the drain keeps about
+  // a second of attempts claimed ahead, so that a backlog is claimed (and its jobs deleted) in
+  // large batches, while a slow receiver's deliveries do not wait long in line.
+  let answers = 0;
+  let attemptMs = 0;
+  const window = () => {
+    const ahead = answers < slots.size ? 2 * slots.size : Math.floor((slots.size * CLAIM_AHEAD_MS) / Math.max(attemptMs, 1));
+    return Math.min(DRAIN_MAX_IN_FLIGHT, Math.max(2 * slots.size, ahead));
+  };
   /** Runs a claimed delivery (or one being claimed: a lost attempt taken over) in one of the drain's slots. */
-  const start = (claimed: ClaimedDelivery | Promise<ClaimedDelivery | null>, published: Promise<void>) => {
+  const start = (claimed: ClaimedDelivery | Promise<ClaimedDelivery | null>, published: Promise<void>, leaseMs: (timeoutMs: number) => number) => {
     pending++;
+    const claimedAt = Date.now();
     let slot = false;
+    let sentAt = 0;
     let done = false;
     // The attempt holds no request open any more: its slot goes to the next one at once.
     const answer = () => {
       if (done) return;
       done = true;
       pending--;
+      if (sentAt) {
+        answers++;
+        attemptMs = answers === 1 ? Date.now() - sentAt : attemptMs * 0.9 + (Date.now() - sentAt) * 0.1;
+      }
       if (slot) slots.release();
       drain.roomLeft = pending < window();
       drain.wake();
@@ -123,13 +144,16 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       await slots.acquire();
       slot = true;
       if (!canStart(lease, claim.webhook.timeoutMs)) await renewing;
-      if (signal?.aborted || drain.stopping || !canStart(lease, claim.webhook.timeoutMs)) {
-        // Shutting down, or the lease could not be renewed: this one waits for another drain.
+      // Its claim must outlive the attempt too: past it, the sweeper may have given it to another runner.
+      const claimOutlives = Date.now() + claim.webhook.timeoutMs + 1_000 < claimedAt + leaseMs(claim.webhook.timeoutMs);
+      if (signal?.aborted || drain.stopping || !canStart(lease, claim.webhook.timeoutMs) || !claimOutlives) {
+        // Shutting down, the lease could not be renewed, or it waited too long: this one waits for another drain.
         answer();
         await published.catch(() => {});
         await deferClaim(db, claim.row.id, claim.attempt, new Date());
         return;
       }
+      sentAt = Date.now();
       await sendTraced(engine, claim, published, answer);
     })().finally(answer);
     const tracked = run.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => runs.delete(tracked));
@@ -156,7 +180,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
       // Claims come in batches: once half the window is free (the attempts next in line are
       // running), or for deliveries whose jobs named them.
-      if (room > 0 && !drain.stopping && (round === 0 || drain.size || (!exhausted && (room >= slots.size || pending === 0))) && canStart(lease, timeoutMs)) {
+      if (room > 0 && !drain.stopping && (round === 0 || drain.size || (!exhausted && (room >= Math.max(slots.size, window() / 2) || pending === 0))) && canStart(lease, timeoutMs)) {
         const named = drain.take();
         const asked = round === 0 ? [deliveryId, ...named.ids] : named.ids;
         const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
@@ -170,13 +194,13 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         }
         engine.jobTable.noteDeleted(batch.jobsDeleted);
         timeoutMs = batch.claims[0]?.webhook.timeoutMs ?? timeoutMs;
-        for (const id of batch.lost) start(takeOver(engine, id, lease), Promise.resolve());
+        for (const id of batch.lost) start(takeOver(engine, id, lease), Promise.resolve(), SINGLE_CLAIM_LEASE_MS);
         for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);
         // Sent while their `delivering` notifications go out; each result waits for those, so
         // subscribers see the changes in order.
         const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
         published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
-        for (const claim of batch.claims) start(claim, published);
+        for (const claim of batch.claims) start(claim, published, BATCH_CLAIM_LEASE_MS);
         exhausted = batch.claims.length < room;
         if (!exhausted && asked.length > 0) {
           // Full: named deliveries it had no room for are named again (their jobs are done).

@@ -103,7 +103,7 @@ WITH w AS (
 ), upd AS (
   UPDATE deliveries d
      SET status = 'delivering', attempts = d.attempts + 1,
-         -- Twice the timeout: a claimed delivery may wait for one of the drain's slots (at most one attempt's time) before its own attempt.
+         -- Twice the timeout: a claimed delivery may wait in line for one of the drain's slots; the drain starts it only while this outlives its attempt (batch-run.ts).
          lease_until = now() + make_interval(secs => ((SELECT timeout_ms FROM w) * 2 + $3::int)::float8 / 1000),
          next_attempt_at = NULL, throttle_slot_at = NULL, slot_lease = $6, updated_at = now()
     FROM due
