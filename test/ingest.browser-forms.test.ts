@@ -106,8 +106,9 @@ describe('form CORS over HTTP', () => {
     expect((await post(wh.publicId, { name: 'Ana' }, { origin: 'https://www.example.com' })).status).toBe(202);
     expect((await post(wh.publicId, { name: 'Bo' })).status).toBe(202);
     expect((await post(wh.publicId, { name: 'Mallory' }, { origin: 'https://evil.test' })).status).toBe(403);
-    // The honeypot still applies.
+    // The honeypot still applies; from an origin not listed it is refused like any post.
     expect((await post(wh.publicId, { name: 'bot', _honeypot: 'x' })).status).toBe(202);
+    expect((await post(wh.publicId, { name: 'bot', _honeypot: 'x' }, { origin: 'https://evil.test' })).status).toBe(403);
     expect(await events(wh.id)).toBe(2);
     // HTTP ingest still needs the secret.
     expect((await fetch(`${app.url}/i/${wh.publicId}`, { method: 'POST', body: '{}' })).status).toBe(401);

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
-import { InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../errors.ts';
+import { InvalidRequest, MethodNotAllowed, NotFound, OriginNotAllowed, PayloadTooLarge, UnsupportedMediaType } from '../errors.ts';
 import { discardContent, fileRef, normalContentType, keepsFileContent, storageKey, type NewFile } from '../files/service.ts';
 import { FileTooLarge, fileStore, measuring, type Measured } from '../files/store.ts';
 import { mediaType } from '../http/body.ts';
@@ -17,7 +17,7 @@ import { admitProducer, eventHeaders, eventQuery, INGEST_BODY_LIMIT } from './ht
 import { ingestTargets } from './ingest-target-cache.ts';
 import { IDEMPOTENCY_KEY_FIELD } from './idempotency-key.ts';
 import { sha256Hex } from '../encryption.ts';
-import { FORM_PREFLIGHT_HEADERS, formCorsHeaders } from '../webhook-config/form-origins.ts';
+import { FORM_PREFLIGHT_HEADERS, formCorsHeaders, originAllowed } from '../webhook-config/form-origins.ts';
 
 /** Form ingest's caps (CONTRACT §7 and docs/forms-and-email.md): all refused with 413 while streaming. */
 export const FORM_LIMITS = {
@@ -272,6 +272,11 @@ export function createFormIngestHandler(rt: Runtime) {
       const receivedAt = new Date();
       const form = await parseForm(req, keep, written);
       if (form.honeypot) {
+        // A page on an origin the webhook does not allow is refused as any post is (403), decided on a fresh lookup.
+        if (!originAllowed(known.formAllowedOrigins, req.headers.origin)) {
+          const fresh = await ingestTargets(rt).fresh(rt, publicId);
+          if (!fresh || !originAllowed(fresh.formAllowedOrigins, req.headers.origin)) throw new OriginNotAllowed();
+        }
         // A bot: answered as an accepted post, nothing stored or delivered (a bad _redirect is still 400).
         return answer(res, checkRedirect(form.redirect), { eventId: newId('evt'), deliveryId: newId('del'), status: 'queued' });
       }
