@@ -4,4 +4,5 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../src/relay/main.ts');
+const { runRelay } = await import('../src/relay/main.ts');
+await runRelay(process.argv, process.env);

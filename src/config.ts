@@ -124,3 +124,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export const config: Config = loadConfig();
 export { TIERS };
 export type Tier = (typeof TIERS)[number];
+
+/** The environment a child program of the service (PostgreSQL's initdb and postgres) starts with: this process's, plus `extra`. */
+export function childEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...extra };
+}

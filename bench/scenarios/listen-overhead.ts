@@ -32,7 +32,7 @@ async function createWebhook(ctx: ScenarioContext, body: Record<string, unknown>
 
 /** `relay listen` as the developer runs it, forwarding to the receiver; resolves once it is connected. */
 async function startListen(ctx: ScenarioContext, webhookId: string, forwardTo: string): Promise<TrackedProcess> {
-  const proc = startTsProcess('src/relay/main.ts', {
+  const proc = startTsProcess('bin/relay.mjs', {
     label: 'relay listen',
     args: ['listen', webhookId, '--forward-to', forwardTo, '--json'],
     env: { RELAY_BASE_URL: ctx.serviceUrl, RELAY_API_KEY: ctx.apiKey, NODE_ENV: 'production' },

@@ -4,6 +4,7 @@ import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chown, mkdir, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { childEnvironment } from '../config.ts';
 
 /** PostgreSQL's programs, where this process may run them from (see postgres-binaries.ts). */
 export interface PostgresBinaries {
@@ -52,7 +53,7 @@ function lastLine(output: string): string {
 
 function run(file: string, args: string[], runAs: RunAs, onLog: (m: string) => void): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { ...runAs, env: { ...process.env, LC_MESSAGES: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { ...runAs, env: childEnvironment({ LC_MESSAGES: 'C' }), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const take = (c: Buffer) => {
       output += c.toString();
@@ -123,7 +124,7 @@ export async function spawnPostmaster(
   ready: () => Promise<boolean>,
   timeoutMs: number,
 ): Promise<Postmaster> {
-  const child = spawn(bin.postgres, ['-D', dataDir, '-p', String(port), ...flags], { ...runAs, env: { ...process.env, LC_MESSAGES: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin.postgres, ['-D', dataDir, '-p', String(port), ...flags], { ...runAs, env: childEnvironment({ LC_MESSAGES: 'C' }), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const take = (c: Buffer) => {
     output = (output + c.toString()).slice(-4_000);

@@ -16,7 +16,7 @@ export interface Connection {
 
 export const DEFAULT_BASE_URL = 'http://localhost:3000';
 
-export function resolveConnection(opts: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
+export function resolveConnection(opts: ConnectionOptions, env: NodeJS.ProcessEnv): Connection {
   const baseUrl = (opts.baseUrl ?? env.RELAY_BASE_URL ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
   if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
     throw new RelayError('invalid_base_url', `--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)}).`);

@@ -7,7 +7,7 @@ import { serviceEnv } from './test-env.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = ['--import', pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href];
-const MAIN = path.join(ROOT, 'src/relay/main.ts');
+const MAIN = path.join(ROOT, 'bin/relay.mjs');
 
 export interface RelayProcess {
   child: ChildProcess;
