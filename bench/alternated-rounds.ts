@@ -1,6 +1,6 @@
 // What the scenarios that compare two sides in alternated rounds (ingest-quota-cost,
 // ingest-provider-cost) share: the rounds' length, their summary, and management calls.
-import type { LoadFigures, LoadSettings, Result } from './scenario.ts';
+import type { AutocannonOptions, LoadFigures, LoadSettings, Result, ScenarioContext } from './scenario.ts';
 
 /** Each run: 40 % of the run's measured seconds (at least 2) after at most 1 s of warm-up, so a scenario stays under two minutes. */
 export function runSettings(s: LoadSettings): Pick<LoadSettings, 'duration' | 'warmup'> {
@@ -39,4 +39,23 @@ export async function managementCall(serviceUrl: string, apiKey: string, method:
   });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the bench reads a few fields of answers it created
   return { status: res.status, body: (await res.json()) as any };
+}
+
+/**
+ * `rounds` rounds of one autocannon run per side, the sides' order alternating from round to
+ * round (so neither always runs on a warmer machine); each side's runs in order. Throws when the
+ * run was interrupted before every round ran.
+ */
+export async function alternateRounds<S extends string>(ctx: ScenarioContext, requests: Record<S, AutocannonOptions>, sides: [S, S], rounds: number): Promise<Record<S, LoadFigures[]>> {
+  const runs = { [sides[0]]: [], [sides[1]]: [] } as unknown as Record<S, LoadFigures[]>;
+  for (let round = 0; round < rounds && !ctx.signal.aborted; round++) {
+    const order = round % 2 === 0 ? sides : ([sides[1], sides[0]] as const);
+    for (const side of order) {
+      const figures = await ctx.autocannon({ ...requests[side], ...runSettings(ctx.settings) });
+      runs[side].push(figures);
+      ctx.log(`round ${round + 1}/${rounds}, ${side}: ${Math.round(figures.throughput)} req/s, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms`);
+    }
+  }
+  if (runs[sides[0]].length < rounds || runs[sides[1]].length < rounds) throw new Error('interrupted before every round ran');
+  return runs;
 }

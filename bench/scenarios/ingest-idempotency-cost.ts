@@ -4,7 +4,7 @@
 // Target: keyed ≥ 0.85× keyless.
 import { KILOBYTE_EVENT } from '../baselines/index.ts';
 import type { LoadFigures, Scenario } from '../scenario.ts';
-import { managementCall, median, percent, runSettings, summary } from '../alternated-rounds.ts';
+import { alternateRounds, managementCall, median, percent, runSettings, summary } from '../alternated-rounds.ts';
 
 /** Rounds of one run per webhook, alternated (plain/stripe, stripe/plain, …) so the shared machine's drift cancels out. */
 const ROUNDS = 6;
@@ -43,16 +43,7 @@ const ingestIdempotencyCost: Scenario = {
         if (probe.status !== 202 || answer?.status !== 'scheduled') throw new Error(`ingest (${side}) answered ${probe.status} ${JSON.stringify(answer)}`);
         await ctx.autocannon({ ...requests[side], duration: 2, warmup: Math.min(ctx.settings.warmup, 1) });
       }
-      const runs: Record<Side, LoadFigures[]> = { plain: [], keyed: [] };
-      for (let round = 0; round < ROUNDS && !ctx.signal.aborted; round++) {
-        const order: Side[] = round % 2 === 0 ? ['plain', 'keyed'] : ['keyed', 'plain'];
-        for (const side of order) {
-          const figures = await ctx.autocannon({ ...requests[side], ...runSettings(ctx.settings) });
-          runs[side].push(figures);
-          ctx.log(`round ${round + 1}/${ROUNDS}, ${side}: ${Math.round(figures.throughput)} req/s, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms`);
-        }
-      }
-      if (runs.plain.length < ROUNDS || runs.keyed.length < ROUNDS) throw new Error('interrupted before every round ran');
+      const runs = await alternateRounds<Side>(ctx, requests, ['plain', 'keyed'], ROUNDS);
       const base = summary(PLAIN, runs.plain);
       const keyed = summary(KEYED, runs.keyed);
       const ratio = keyed.throughput / base.throughput;
