@@ -114,8 +114,11 @@ export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = po
         }),
       )
     : pool;
-  // Behind a pooler, the session-level locks and graphile-worker's utilities: a few connections, opened when needed.
-  const direct = pooled ? quiet(new pg.Pool({ connectionString: directUrl, max: 4, idleTimeoutMillis: 30_000, options: '-c TimeZone=UTC' })) : pool;
+  // The session-level locks and graphile-worker's utilities: a few connections of their own, on the
+  // server itself, opened when needed. Never the pool's: a job holding a lock connection runs its
+  // work on the pool, and two such jobs holding the last two of a small pool (the alerts evaluation
+  // and a retention pass on a runner with DATABASE_POOL_SIZE 2) would each wait for the other's.
+  const direct = quiet(new pg.Pool({ connectionString: directUrl, max: 4, idleTimeoutMillis: 30_000, options: '-c TimeZone=UTC' }));
   const prisma = new PrismaClient({ adapter: new PrismaPg(poolConfig) });
   const pools = [...new Set([pool, relaxedPool, direct])];
   return {
