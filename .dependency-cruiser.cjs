@@ -42,7 +42,7 @@ module.exports = {
       comment: 'db/, errors, config, ids and the other base modules import no domain and nothing of the edge (http/, graphql schema, app).',
       severity: 'error',
       from: { path: BASE },
-      to: { path: `^src/(${DOMAINS}|http)/|^src/graphql/(schema|audited-mutations)\\.ts$|^src/(app|main|api|worker|cli|bootstrap)\\.ts$|^jobs/` },
+      to: { path: `^src/(${DOMAINS}|http)/|^src/schema/|^src/(app|main|api|worker|cli|bootstrap)\\.ts$|^jobs/` },
     },
     {
       name: 'domain-to-sibling-internals',
@@ -70,7 +70,7 @@ module.exports = {
       comment: 'Domains do not import the edge (HTTP server, GraphQL schema assembly, entry points); ingest channel adapters may use the HTTP body and response helpers.',
       severity: 'error',
       from: { path: `^src/(${DOMAINS})/`, pathNot: '^src/ingest/[a-z-]+-ingest\\.ts$' },
-      to: { path: '^src/http/|^src/graphql/schema\\.ts$|^src/(app|main|api|worker|cli|bootstrap)\\.ts$|^jobs/' },
+      to: { path: '^src/http/|^src/schema/|^src/(app|main|api|worker|cli|bootstrap)\\.ts$|^jobs/' },
     },
   ],
   options: {

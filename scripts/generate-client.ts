@@ -3,7 +3,7 @@
 // `npm run client:generate`; `npm run client:generate -- --document openapi.json` also writes the document.
 import { writeFileSync } from 'node:fs';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
-import { schema } from '../src/graphql/schema.ts';
+import { schema } from '../src/schema/index.ts';
 import { createRestSofa, restOpenApiDocument } from '../src/http/rest.ts';
 
 export const CLIENT_TYPES_PATH = 'clients/typescript/schema.ts';

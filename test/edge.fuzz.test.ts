@@ -12,7 +12,7 @@ import {
   type GraphQLInputType,
 } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { schema } from '../src/graphql/schema.ts';
+import { schema } from '../src/schema/index.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let app: TestApp;

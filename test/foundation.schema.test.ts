@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { printSchema } from 'graphql';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { schema } from '../src/graphql/schema.ts';
+import { schema } from '../src/schema/index.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { diffSchemas, schemaSide } from '../scripts/schema-diff.ts';

@@ -6,7 +6,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { NotFound } from '../src/errors.ts';
-import { schema } from '../src/graphql/schema.ts';
+import { schema } from '../src/schema/index.ts';
 import { unmappedScalars } from '../src/http/openapi.ts';
 import { BYTES_ROUTES, REST_ROUTES } from '../src/http/routes.ts';
 import { startTestApp, type TestApp } from './support/app.ts';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NotFound } from '../errors.ts';
-import { schema } from '../graphql/schema.ts';
+import { schema } from '../schema/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { createDocsHandler } from './docs.ts';
 import { createGraphQLHandler } from './graphql.ts';

@@ -1,6 +1,6 @@
 import { GraphQLSchema, lexicographicSortSchema, type GraphQLObjectType } from 'graphql';
 import { withAuditedMutations } from './audited-mutations.ts';
-import { builder } from './builder.ts';
+import { builder } from '../graphql/builder.ts';
 import '../projects/graphql.ts';
 import '../deliveries/graphql.ts';
 import '../conversations/graphql.ts';

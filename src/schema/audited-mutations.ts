@@ -1,7 +1,7 @@
 import { defaultFieldResolver, type GraphQLSchema } from 'graphql';
 import { log } from '../log.ts';
 import { recordAudit } from '../projects/audit.ts';
-import type { GraphQLContext } from './builder.ts';
+import type { GraphQLContext } from '../graphql/builder.ts';
 
 /**
  * Management writes recorded in the audit log, by mutation: the action and target type.
