@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { OWN_APPLICATION_NAME } from './session-name.ts';
 import { parseUtcTimestamp } from './timestamps.ts';
 
 export type { PrismaClient };
@@ -100,13 +101,14 @@ export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = po
   // Timestamps are stored as UTC wall time (Prisma's `timestamp(3)`); every session speaks UTC.
   // `min`: the connections a pool keeps open however long they idle (opened by `warm`).
   const session = (extra: string): pg.PoolConfig => (pooled ? { Client: PoolerClient } : { options: `-c TimeZone=UTC${extra}` });
-  const poolConfig: pg.PoolConfig = { connectionString: url, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, ...session('') };
+  const poolConfig: pg.PoolConfig = { connectionString: url, application_name: OWN_APPLICATION_NAME, max: poolSize, idleTimeoutMillis: IDLE_TIMEOUT_MS, ...session('') };
   const pool = quiet(new pg.Pool({ ...poolConfig, min: Math.min(keepOpen, poolSize) }));
   const relaxedOnDirect = !pooled || opts.runner !== false;
   const relaxedPool = relaxedOnDirect
     ? quiet(
         new pg.Pool({
           connectionString: directUrl,
+          application_name: OWN_APPLICATION_NAME,
           max: relaxedPoolSize,
           min: Math.min(keepOpen, relaxedPoolSize),
           idleTimeoutMillis: IDLE_TIMEOUT_MS,
@@ -118,7 +120,7 @@ export function connectDatabase(url: string, poolSize = 20, relaxedPoolSize = po
   // server itself, opened when needed. Never the pool's: a job holding a lock connection runs its
   // work on the pool, and two such jobs holding the last two of a small pool (the alerts evaluation
   // and a retention pass on a runner with DATABASE_POOL_SIZE 2) would each wait for the other's.
-  const direct = quiet(new pg.Pool({ connectionString: directUrl, max: 4, idleTimeoutMillis: 30_000, options: '-c TimeZone=UTC' }));
+  const direct = quiet(new pg.Pool({ connectionString: directUrl, application_name: OWN_APPLICATION_NAME, max: 4, idleTimeoutMillis: 30_000, options: '-c TimeZone=UTC' }));
   const prisma = new PrismaClient({ adapter: new PrismaPg(poolConfig) });
   const pools = [...new Set([pool, relaxedPool, direct])];
   return {

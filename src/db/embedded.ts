@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, lstat, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import pg from 'pg';
 import { postgresBinaries, ROOT_PLACE } from './postgres-binaries.ts';
+import { OWN_APPLICATION_NAME } from './session-name.ts';
 import { EmbeddedDatabaseError, initCluster, isAlive, PASSWORD, postgresUser, spawnPostmaster, stopPostmaster, USER, type Postmaster } from './postgres-process.ts';
 
 export { EmbeddedDatabaseError };
@@ -119,8 +120,22 @@ function runningCluster(dataDir: string): { pid: number; port: number; status: s
     return null;
   }
   const pid = Number(lines[0]);
-  if (!pid || !isPostgres(pid)) return null;
+  if (!pid || !isPostgres(pid) || !runsIn(pid, dataDir)) return null;
   return { pid, port: Number(lines[3]), status: (lines[7] ?? '').trim() };
+}
+
+/**
+ * Whether the PostgreSQL process `pid` serves `dataDir` (a postmaster works in its data
+ * directory): a postmaster.pid left by a killed postmaster may name a pid that another cluster's
+ * postgres has taken since. Where the working directory cannot be read (another user's process
+ * without the right to), the pid is trusted.
+ */
+function runsIn(pid: number, dataDir: string): boolean {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`) === realpathSync(dataDir);
+  } catch {
+    return true;
+  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -181,12 +196,19 @@ async function waitReady(port: number, timeoutMs: number): Promise<boolean> {
   return false;
 }
 
-/** Number of other client sessions on the cluster (this process closes its own pools first). */
+/**
+ * Number of other processes' client sessions on the cluster. This process's own (named
+ * OWN_APPLICATION_NAME) do not count: a stop that ran out of time runs this with its pools still open.
+ */
 async function otherSessions(port: number): Promise<number> {
   const c = client(port, 1_000);
   try {
     await c.connect();
-    const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`);
+    const { rows } = await c.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name IS DISTINCT FROM $1`,
+      [OWN_APPLICATION_NAME],
+    );
     return rows[0].n;
   } catch {
     return 0;

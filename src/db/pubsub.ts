@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { OWN_APPLICATION_NAME } from './session-name.ts';
 import { pubsubLag } from '../prom.ts';
 import { log } from '../log.ts';
 
@@ -91,7 +92,7 @@ export class PgPubSub {
 
   private async connect(): Promise<void> {
     // Keepalive: a connection that died without a word (a host gone, a NAT forgetting it) ends in an error.
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    const client = new pg.Client({ connectionString: this.url, application_name: OWN_APPLICATION_NAME, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     client.on('notification', (msg) => void this.dispatch(msg.payload ?? ''));
     let lost = false;
     const onLost = (err?: Error) => {
