@@ -10,7 +10,7 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import { InvalidRequest, MethodNotAllowed, NotFound } from '../errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { csrfMatches, endSession, findSession, SESSION_IDLE_SECONDS, signIn } from '../users/service.ts';
-import { mediaType, readBody } from './body.ts';
+import { mediaType, readBody } from '../wire/body.ts';
 
 export const SESSION_COOKIE = 'relay_session';
 const DIST = fileURLToPath(new URL('../../dashboard/dist/', import.meta.url));

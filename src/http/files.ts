@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { MethodNotAllowed, NotFound } from '../errors.ts';
 import { normalContentType, openFile, verifyFileLink, type FileMetadata } from '../files/service.ts';
 import type { Runtime } from '../runtime.ts';
-import { sendError } from './respond.ts';
+import { sendError } from '../wire/respond.ts';
 
 /**
  * `attachment` with the filename (RFC 6266 / 5987): an ASCII fallback (anything outside printable

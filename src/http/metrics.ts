@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NotFound } from '../errors.ts';
 import { metricsText } from '../prom.ts';
-import { sendError } from './respond.ts';
+import { sendError } from '../wire/respond.ts';
 
 /**
  * `GET /metrics`: this process's Prometheus text, to `Authorization: Bearer <METRICS_TOKEN>`.

@@ -34,7 +34,7 @@ import { DELIVER_AT_HEADER } from '../ingest/deliver-at.ts';
 import { INGEST_BODY_LIMIT } from '../ingest/http-ingest.ts';
 import { FORM_LIMITS } from '../ingest/form-ingest.ts';
 import { requireFeature } from '../projects/gates.ts';
-import { MANAGEMENT_BODY_LIMIT } from './body.ts';
+import { MANAGEMENT_BODY_LIMIT } from '../wire/body.ts';
 import { BYTES_ROUTES, REST_ROUTES, type BytesRoute, type RestRoute } from './routes.ts';
 
 /**

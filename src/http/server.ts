@@ -5,7 +5,7 @@ import { schema } from '../schema/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { createDocsHandler } from './docs.ts';
 import { createGraphQLHandler } from './graphql.ts';
-import { sendError, sendJson } from './respond.ts';
+import { sendError, sendJson } from '../wire/respond.ts';
 import { createRestHandler } from './rest.ts';
 import { REST_ROUTES } from './routes.ts';
 import { httpDuration, httpRequests } from '../prom.ts';

@@ -3,8 +3,8 @@ import { InvalidRequest, MethodNotAllowed, NotFound, OriginNotAllowed, WebhookPa
 import { sha256Hex } from '../encryption.ts';
 import { originAllowed } from '../webhook-config/form-origins.ts';
 import { requestIdempotencyKey } from './idempotency-key.ts';
-import { readBody } from '../http/body.ts';
-import { sendError, sendJson } from '../http/respond.ts';
+import { readBody } from '../wire/body.ts';
+import { sendError, sendJson } from '../wire/respond.ts';
 import type { Runtime } from '../runtime.ts';
 import { mayBeHandshake, providerHandshake, providerSigned } from '../providers/index.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
