@@ -11,7 +11,7 @@ const PUBLIC = [
   '^src/webhooks/(get-webhook|secrets)\\.ts$',
   '^src/routing/(rules|service|graphql)\\.ts$',
   '^src/destinations/(service|config|graphql)\\.ts$',
-  '^src/destinations/senders/(index|http)\\.ts$',
+  '^src/destinations/senders/index\\.ts$',
   '^src/deliveries/(job|replay|notify|delivery-reads)\\.ts$',
   '^src/providers/(index|service|graphql)\\.ts$',
   '^src/ingest/cron-ingest\\.ts$',
@@ -26,7 +26,7 @@ const PUBLIC = [
 ];
 
 // Below every domain: they import no domain and nothing of the edge.
-const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version|prom|tracing)\\.ts$|db/|pagination/|graphql/|wire/)';
+const BASE = '^src/((errors|config|ids|log|validation|encryption|auth|runtime|version|prom|tracing)\\.ts$|db/|pagination/|graphql/|wire/|outbound/)';
 
 module.exports = {
   forbidden: [

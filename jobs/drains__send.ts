@@ -1,5 +1,5 @@
 import type { Task } from 'graphile-worker';
-import type { OutboundClient } from '../src/destinations/senders/http.ts';
+import type { OutboundClient } from '../src/outbound/http-client.ts';
 import { sendDrain } from '../src/drains/send.ts';
 import type { Runtime } from '../src/runtime.ts';
 

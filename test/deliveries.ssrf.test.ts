@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createOutboundClient, isPrivateAddress } from '../src/destinations/senders/http.ts';
+import { isPrivateAddress } from '../src/outbound/address-guard.ts';
+import { createOutboundClient } from '../src/outbound/http-client.ts';
 import { startReceiver } from './support/receiver.ts';
 
 describe('outbound safety', () => {

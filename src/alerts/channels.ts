@@ -1,6 +1,6 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
-import type { OutboundClient } from '../destinations/senders/http.ts';
+import type { OutboundClient } from '../outbound/http-client.ts';
 import type { Runtime } from '../runtime.ts';
 import type { AlertChannel } from './rules.ts';
 

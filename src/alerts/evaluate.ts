@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { inTransaction } from '../db/client.ts';
 import { decryptSecret } from '../encryption.ts';
-import { createOutboundClient, type OutboundClient } from '../destinations/senders/http.ts';
+import { createOutboundClient, type OutboundClient } from '../outbound/http-client.ts';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';

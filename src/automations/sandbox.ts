@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
-import { BlockedAddress, guardedLookup, isPrivateAddress } from '../destinations/senders/http.ts';
+import { BlockedAddress, guardedLookup, isPrivateAddress } from '../outbound/address-guard.ts';
 import { log } from '../log.ts';
 
 /**

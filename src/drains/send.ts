@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { decryptSecret } from '../encryption.ts';
-import { createOutboundClient, type OutboundClient } from '../destinations/senders/http.ts';
+import { createOutboundClient, type OutboundClient } from '../outbound/http-client.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 

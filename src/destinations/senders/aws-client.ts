@@ -1,7 +1,7 @@
 import { isThrottlingError } from '@smithy/core/retry';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { BlockedAddress, type OutboundResult } from './http.ts';
-import { guardedAgents } from './endpoint-guard.ts';
+import { BlockedAddress, guardedAgents } from '../../outbound/address-guard.ts';
+import type { OutboundResult } from '../../outbound/http-client.ts';
 
 export interface AwsCredentials {
   accessKeyId: string;

@@ -6,7 +6,7 @@ import type { DestinationSnapshot } from '../config.ts';
 import { isLocal, receiveLocally, sendTo } from '../listen/local.ts';
 import { deleteHandoff, liveSessions, storeHandoff, type LiveSession } from '../listen/sessions.ts';
 import { answerTopic, hubTopic, NO_LISTENER, type HandoffAnswer, type HandoffRequest } from '../listen/wire.ts';
-import type { OutboundResult } from './http.ts';
+import type { OutboundResult } from '../../outbound/http-client.ts';
 import { elapsedSince, type DestinationSend } from './types.ts';
 import { USER_AGENT } from './webhook.ts';
 

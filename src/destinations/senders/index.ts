@@ -1,4 +1,4 @@
-import { createOutboundClient, type OutboundResult } from './http.ts';
+import { createOutboundClient, type OutboundResult } from '../../outbound/http-client.ts';
 import { log } from '../../log.ts';
 import { destinationCredentials, type DestinationSnapshot, type DestinationType } from '../config.ts';
 import type { DestinationSend, DestinationSender, SenderOptions } from './types.ts';

@@ -1,6 +1,6 @@
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { awsCallOptions, awsClientConfig, awsFailure, awsStatus, type AwsCredentials } from './aws-client.ts';
-import { refusedLiteralHost } from './endpoint-guard.ts';
+import { refusedLiteralHost } from '../../outbound/address-guard.ts';
 import { elapsedSince, type DestinationSend, type DestinationSender, type SenderOptions } from './types.ts';
 
 export interface ObjectStorageConfig {

@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { PubSub, type ClientConfig, type Topic } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
-import type { OutboundResult } from './http.ts';
-import { checkedAddresses } from './endpoint-guard.ts';
+import type { OutboundResult } from '../../outbound/http-client.ts';
+import { checkedAddresses } from '../../outbound/address-guard.ts';
 import { elapsedSince, type DestinationSender, type SenderOptions } from './types.ts';
 
 export interface PubSubConfig {

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { SendMessageCommand, SQSClient, type MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { awsCallOptions, awsClientConfig, awsFailure, awsStatus, type AwsCredentials } from './aws-client.ts';
-import { refusedLiteralHost } from './endpoint-guard.ts';
+import { refusedLiteralHost } from '../../outbound/address-guard.ts';
 import { elapsedSince, type DestinationSend, type DestinationSender, type SenderOptions } from './types.ts';
 
 export interface SqsConfig {

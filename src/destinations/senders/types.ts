@@ -1,4 +1,4 @@
-import type { OutboundResult } from './http.ts';
+import type { OutboundResult } from '../../outbound/http-client.ts';
 
 /** One delivery as a destination sender gets it: what to send, its signature, and whose it is. */
 export interface DestinationSend {

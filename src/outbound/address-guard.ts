@@ -79,89 +79,41 @@ export function guardedLookup(allowPrivate: boolean): net.LookupFunction {
   };
 }
 
-export interface OutboundResult {
-  statusCode?: number;
-  headers?: http.IncomingHttpHeaders;
-  /** First bytes of the response body, for the attempt record. */
-  snippet?: string;
-  durationMs: number;
-  error?: string;
-  failure?: 'network' | 'timeout' | 'blocked';
-}
-
-const SNIPPET_BYTES = 2048;
-
-export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?: number }) {
-  const lookup = guardedLookup(opts.allowPrivate);
-  const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 256, lookup };
-  const httpAgent = new http.Agent(agentOptions);
-  const httpsAgent = new https.Agent(agentOptions);
-
-  /** One request; redirects are not followed (a 3xx is returned as is). Never throws. */
-  function send(req: { url: string; method: string; headers: Record<string, string>; body: Buffer; timeoutMs: number }): Promise<OutboundResult> {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
-    return new Promise((resolve) => {
-      let url: URL;
-      try {
-        url = new URL(req.url);
-      } catch {
-        return resolve({ durationMs: 0, error: 'invalid destination URL', failure: 'blocked' });
-      }
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      if (net.isIP(host) && !opts.allowPrivate && isPrivateAddress(host)) {
-        return resolve({ durationMs: 0, error: `destination is a private address (${host})`, failure: 'blocked' });
-      }
-      const mod = url.protocol === 'https:' ? https : http;
-      let settled = false;
-      const finish = (r: OutboundResult) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(r);
-      };
-      const request = mod.request(url, {
-        method: req.method,
-        headers: { ...req.headers, 'content-length': String(req.body.length) },
-        agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
-      });
-      const timer = setTimeout(() => {
-        request.destroy();
-        finish({ durationMs: elapsed(), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
-      }, req.timeoutMs);
-      request.on('error', (err) => {
-        const blocked = err instanceof BlockedAddress || (err as { cause?: unknown }).cause instanceof BlockedAddress;
-        finish({ durationMs: elapsed(), error: err.message || String(err), failure: blocked ? 'blocked' : 'network' });
-      });
-      request.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          if (size < SNIPPET_BYTES) chunks.push(c);
-          size += c.length;
-        });
-        const done = () =>
-          finish({
-            statusCode: res.statusCode,
-            headers: res.headers,
-            snippet: Buffer.concat(chunks).subarray(0, SNIPPET_BYTES).toString('utf8'),
-            durationMs: elapsed(),
-          });
-        res.on('end', done);
-        res.on('error', () => done());
-        res.on('aborted', () => done());
-      });
-      request.end(req.body);
-    });
+/**
+ * The same outbound rule as HTTP destinations: a destination must not steer the service into
+ * private, loopback or link-local addresses (unless ALLOW_PRIVATE_DESTINATIONS). Hostnames are
+ * checked when a connection resolves them (guardedAgents); literal IPs skip DNS, so they are
+ * checked here.
+ */
+export function refusedLiteralHost(url: string | undefined, allowPrivate: boolean): string | null {
+  if (!url || allowPrivate) return null;
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return `invalid endpoint URL ${url}`;
   }
-
-  return {
-    send,
-    close() {
-      httpAgent.destroy();
-      httpsAgent.destroy();
-    },
-  };
+  return net.isIP(host) && isPrivateAddress(host) ? `endpoint is a private address (${host})` : null;
 }
 
-export type OutboundClient = ReturnType<typeof createOutboundClient>;
+/**
+ * For clients that resolve names themselves (gRPC): the endpoint host's addresses, resolved once
+ * and all checked, or why they are refused. The caller connects to one of these addresses (not to
+ * the name, which a second lookup could answer differently: DNS rebinding).
+ */
+export async function checkedAddresses(url: string, allowPrivate: boolean): Promise<{ addresses: string[] } | { refused: string }> {
+  const literal = refusedLiteralHost(url, allowPrivate);
+  if (literal) return { refused: literal };
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  if (net.isIP(host)) return { addresses: [host] };
+  const answers = await dns.promises.lookup(host, { all: true });
+  const bad = allowPrivate ? undefined : answers.find((a) => isPrivateAddress(a.address));
+  if (bad) return { refused: `endpoint resolves to a private address (${bad.address})` };
+  return { addresses: answers.map((a) => a.address) };
+}
+
+/** Keep-alive agents whose DNS lookups refuse private addresses (as the HTTP sender's do). */
+export function guardedAgents(allowPrivate: boolean, maxSockets = 50) {
+  const options = { keepAlive: true, maxSockets, lookup: guardedLookup(allowPrivate) };
+  return { httpAgent: new http.Agent(options), httpsAgent: new https.Agent(options) };
+}
