@@ -8,7 +8,6 @@ const PUBLIC = [
   '^src/projects/(service|gates|tiers|audit)\\.ts$',
   '^src/projects/quotas/(limits|ingest-check|ingest-hint|replay|file-storage)\\.ts$',
   '^src/webhook-config/',
-  '^src/webhooks/(get-webhook|secrets)\\.ts$',
   '^src/routing/(rules|service|graphql)\\.ts$',
   '^src/destinations/(service|config|graphql)\\.ts$',
   '^src/destinations/senders/index\\.ts$',

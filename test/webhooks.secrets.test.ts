@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { activeSigningSecrets } from '../src/webhooks/secrets.ts';
+import { activeSigningSecrets } from '../src/webhook-config/secrets.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 

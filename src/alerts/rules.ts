@@ -8,8 +8,8 @@ import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { assertStorable, parseInput } from '../validation.ts';
-import { getWebhook } from '../webhooks/get-webhook.ts';
-import { generateWebhookSecret } from '../webhooks/secrets.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
+import { generateWebhookSecret } from '../webhook-config/secrets.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 

@@ -6,7 +6,7 @@ import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
-import { getWebhook } from '../webhooks/get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { assertDestinationType, DESTINATION_TYPES, publicConfig, sealConfig, type DestinationType, type StoredConfig } from './config.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 

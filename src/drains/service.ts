@@ -8,7 +8,7 @@ import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { assertStorable, parseInput } from '../validation.ts';
-import { generateWebhookSecret, parseGraceSeconds } from '../webhooks/secrets.ts';
+import { generateWebhookSecret, parseGraceSeconds } from '../webhook-config/secrets.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 

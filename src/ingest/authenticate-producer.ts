@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { Unauthorized } from '../errors.ts';
 import { constantTimeEqual } from '../encryption.ts';
-import { openSecret } from '../webhooks/secrets.ts';
+import { openSecret } from '../webhook-config/secrets.ts';
 
 export function producerUnauthorized(): Unauthorized {
   return new Unauthorized(

@@ -1,6 +1,6 @@
 import { InvalidRequest } from '../errors.ts';
 import type { Runtime } from '../runtime.ts';
-import { getWebhook } from '../webhooks/get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { mergeHistogram, quantiles, type Histogram } from './sketch.ts';
 
 type Rt = Pick<Runtime, 'db'>;

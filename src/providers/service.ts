@@ -4,11 +4,11 @@ import { Prisma } from '../generated/prisma/client.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
-import { getWebhook } from '../webhooks/get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { findProvider, PROVIDERS, type Provider, type ProviderPack } from './index.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 import { newId } from '../ids.ts';
-import { parseGraceSeconds } from '../webhooks/secrets.ts';
+import { parseGraceSeconds } from '../webhook-config/secrets.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 

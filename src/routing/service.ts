@@ -1,6 +1,6 @@
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { Runtime } from '../runtime.ts';
-import { getWebhook } from '../webhooks/get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { validateRules, type RoutingRule } from './rules.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 

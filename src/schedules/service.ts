@@ -9,7 +9,7 @@ import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { assertStorable, parseInput } from '../validation.ts';
 import { headerMapSchema } from '../webhook-config/custom-headers.ts';
-import { getWebhook } from '../webhooks/get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { assertCron, assertTimeZone, nextTick } from './cron.ts';
 import { planTick } from './plan.ts';
 

@@ -8,7 +8,7 @@ import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
 import { defaultControls, requireControlFeatures, resolveControls, type ControlsInput } from './controls.ts';
-import { createInitialSecrets } from './secrets.ts';
+import { createInitialSecrets } from '../webhook-config/secrets.ts';
 
 type Rt = Pick<Runtime, 'db'>;
 

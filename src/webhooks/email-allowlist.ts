@@ -5,7 +5,7 @@ import { requireFeature } from '../projects/gates.ts';
 import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { normalizeSenderPattern } from '../webhook-config/email-senders.ts';
-import { getWebhook } from './get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;

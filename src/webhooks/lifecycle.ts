@@ -3,7 +3,7 @@ import type { Webhook } from '../generated/prisma/client.ts';
 import { inTransaction } from '../db/client.ts';
 import type { Runtime } from '../runtime.ts';
 import { removeWebhookAttemptJobs, requeueWebhookAttemptJobs } from '../deliveries/job.ts';
-import { getWebhook } from './get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.ts';
 import { bodyForMatching, matchRule, type EventContext, type RoutingRule } from '../routing/rules.ts';
 import { parseInput } from '../validation.ts';
-import { getWebhook } from './get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
 import { runAutomation } from '../automations/run.ts';
 import { providerEventType, type ProviderPack } from '../providers/index.ts';

@@ -5,7 +5,7 @@ import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { resolvePinnedVersion } from '../automations/service.ts';
 import { jsonataTransform, viewTransform, type TransformView } from '../webhook-config/transform.ts';
-import { getWebhook } from './get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 
 type Rt = Pick<Runtime, 'db' | 'config'>;
 

@@ -7,7 +7,7 @@ import { parseInput } from '../validation.ts';
 import type { RetryPolicy } from '../webhook-config/retry-policy.ts';
 import { requireControlFeatures, resolveControls, type Controls } from './controls.ts';
 import { requireDefaultDestinationType, webhookNameSchema, type CreateWebhookInput } from './create-webhook.ts';
-import { getWebhook } from './get-webhook.ts';
+import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
