@@ -1,6 +1,5 @@
 import type { Task } from 'graphile-worker';
-import type { AlertMessage } from '../src/alerts/channels.ts';
-import { sendAlertDispatch } from '../src/alerts/evaluate.ts';
+import { sendAlertDispatch, type AlertMessage } from '../src/alerts/evaluate.ts';
 import type { Runtime } from '../src/runtime.ts';
 
 /** Sends one alert dispatch to its channels (src/alerts/evaluate.ts); a failed channel fails the job, which is retried. */

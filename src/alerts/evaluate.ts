@@ -9,6 +9,9 @@ import { sendAlert, type AlertMessage, type ChannelResult } from './channels.ts'
 import type { AlertChannel, ConditionType } from './rules.ts';
 import { STREAK_SQL } from '../metrics/rollup.ts';
 
+/** The message a dispatch job carries (its task's payload). */
+export type { AlertMessage };
+
 export const ALERTS_TASK = 'alerts__evaluate';
 /** One dispatch's channels, sent in a job of its own (retried): never inline in the evaluation. */
 export const ALERT_DISPATCH_TASK = 'alerts__dispatch';
