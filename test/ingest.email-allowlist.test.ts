@@ -2,24 +2,42 @@
 // the SMTP server dropping mail from a sender not allowed (250, nothing stored, counted).
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INGEST_TARGETS_TOPIC, ingestTargets } from '../src/ingest/ingest-target-cache.ts';
 import { ingestEvents } from '../src/prom.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createWebhook } from './support/webhooks.ts';
 
 let app: TestApp;
+/** Another API process on the same database: a change made there reaches `app` only by notification. */
+let other: TestApp;
 let starter: { projectId: string; apiKey: string };
+/** While true, `app` hears no notification of changed ingest lookups (one not arrived yet). */
+let deaf = false;
 beforeAll(async () => {
   app = await startTestApp({ worker: false });
+  other = await startTestApp({ databaseUrl: app.databaseUrl, worker: false });
   starter = await app.project('starter');
+  const pubsub = app.rt.pubsub as unknown as { dispatch(raw: string): Promise<void> };
+  const dispatch = pubsub.dispatch.bind(pubsub);
+  pubsub.dispatch = async (raw) => (deaf && raw.includes(`"${INGEST_TARGETS_TOPIC}"`) ? undefined : dispatch(raw));
 });
 afterAll(async () => {
+  await other?.stop();
   await app?.stop();
 });
 
 const DOMAIN = 'ingest.test';
 const transport = () => nodemailer.createTransport({ host: '127.0.0.1', port: app.smtp!.port, secure: false, ignoreTLS: true, connectionTimeout: 5_000, socketTimeout: 10_000 } as any);
 const events = (webhookId: string) => app.rt.db.prisma.event.count({ where: { webhookId } });
-const refused = async () => (await ingestEvents.get()).values.find((v) => v.labels.channel === 'email' && v.labels.reason === 'sender_not_allowed')?.value ?? 0;
+const counted = async (result: string, reason = '') =>
+  (await ingestEvents.get()).values.find((v) => v.labels.channel === 'email' && v.labels.result === result && v.labels.reason === reason)?.value ?? 0;
+const refused = () => counted('refused', 'sender_not_allowed');
+/** The email ingest counters now: accepted, dropped (sender_not_allowed), refused paused. */
+const counters = async () => ({ accepted: await counted('accepted'), dropped: await refused(), paused: await counted('refused', 'webhook_paused') });
+const delta = async (before: Awaited<ReturnType<typeof counters>>) => {
+  const now = await counters();
+  return { accepted: now.accepted - before.accepted, dropped: now.dropped - before.dropped, paused: now.paused - before.paused };
+};
 const add = (apiKey: string, webhookId: string, pattern: unknown) => app.api(apiKey, 'POST', `/v1/webhooks/${webhookId}/email-allowlist`, { pattern });
 
 describe('the allowlist routes', () => {
@@ -130,5 +148,65 @@ describe('mail from senders', () => {
     for (const e of [entry.body, ...list.filter((x: any) => x.id !== entry.body.id)]) await app.api(starter.apiKey, 'DELETE', `/v1/webhooks/${wh.id}/email-allowlist/${e.id}`);
     await transport().sendMail({ from: 'zed@nowhere.test', to, subject: 'x', text: 'x' });
     expect(await events(wh.id)).toBe(2);
+  });
+});
+
+describe('a list changed in another process, not yet heard of here', () => {
+  // `app` keeps the webhook's lookup from before the change: the mail passes the first check on
+  // it, and the ingest statement (config_version changed) sends it to a fresh lookup, whose
+  // allowlist refuses the sender. That second check drops the mail just the same: 250, nothing
+  // stored, counted once with its reason.
+  const keptHere = (wh: { publicId: string }) => ingestTargets(app.rt).has(wh.publicId);
+  const addElsewhere = (webhookId: string, pattern: string) => other.api(starter.apiKey, 'POST', `/v1/webhooks/${webhookId}/email-allowlist`, { pattern });
+
+  it('drops a mail for one webhook on the second check: 250, nothing stored, counted once as sender_not_allowed', async () => {
+    const wh = await createWebhook(app, starter.apiKey);
+    const to = `${wh.publicId}@${DOMAIN}`;
+    await transport().sendMail({ from: 'ana@example.com', to, subject: 'open', text: 'x' });
+    expect(keptHere(wh)).toBe(true);
+    deaf = true;
+    try {
+      expect((await addElsewhere(wh.id, 'example.com')).status).toBe(201);
+      expect(keptHere(wh), 'the lookup from before the change is still kept here').toBe(true);
+      const before = await counters();
+      const info = await transport().sendMail({ from: 'mallory@evil.test', to, subject: 'dropped', text: 'x' });
+      expect(info.response).toMatch(/^250 /);
+      expect(info.response).not.toMatch(/evt_/);
+      expect(await events(wh.id)).toBe(1);
+      expect(await delta(before)).toEqual({ accepted: 0, dropped: 1, paused: 0 });
+    } finally {
+      deaf = false;
+    }
+  });
+
+  it('in a mail for several webhooks: the others take it, the dropped one is counted once, and only when the mail is taken', async () => {
+    const [taker, dropper, paused] = [await createWebhook(app, starter.apiKey), await createWebhook(app, starter.apiKey), await createWebhook(app, starter.apiKey)];
+    const to = [taker, dropper, paused].map((w) => `${w.publicId}@${DOMAIN}`);
+    await transport().sendMail({ from: 'ana@example.com', to, subject: 'open', text: 'x' });
+    for (const w of [taker, dropper, paused]) expect(keptHere(w)).toBe(true);
+    deaf = true;
+    try {
+      expect((await addElsewhere(dropper.id, 'example.com')).status).toBe(201);
+      expect((await other.api(starter.apiKey, 'POST', `/v1/webhooks/${paused.id}/pause`)).status).toBe(200);
+      // Every RCPT passes on the kept lookups; at DATA the paused webhook refuses the whole mail
+      // (450, all or nothing): nothing is stored, and nothing counted but that refusal.
+      let before = await counters();
+      const err = await transport()
+        .sendMail({ from: 'mallory@evil.test', to, subject: 'try', text: 'x' })
+        .then(() => null, (e: { responseCode?: number }) => e);
+      expect(err?.responseCode).toBe(450);
+      for (const w of [taker, dropper, paused]) expect(await events(w.id)).toBe(1);
+      expect(await delta(before)).toEqual({ accepted: 0, dropped: 0, paused: 1 });
+
+      // The sender tries again once the webhook is resumed: taken by two, dropped by one, counted once.
+      expect((await other.api(starter.apiKey, 'POST', `/v1/webhooks/${paused.id}/resume`)).status).toBe(200);
+      before = await counters();
+      const info = await transport().sendMail({ from: 'mallory@evil.test', to, subject: 'again', text: 'x' });
+      expect(info.response).toMatch(/^250 2\.0\.0 Stored as evt_\w+ evt_\w+$/);
+      expect([await events(taker.id), await events(dropper.id), await events(paused.id)]).toEqual([2, 1, 2]);
+      expect(await delta(before)).toEqual({ accepted: 2, dropped: 1, paused: 0 });
+    } finally {
+      deaf = false;
+    }
   });
 });

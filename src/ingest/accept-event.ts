@@ -113,23 +113,33 @@ export interface DeferredInboundEvent {
  * the next in one transaction; form and email record files with the event); the event then
  * commits with it, and the caller wakes the runners (rt.runners.nudge) once it has committed.
  * Without, on the pool, and the runners are woken here.
+ *
+ * The outcome is counted in relay_ingest_events_total, unless `count` is false: then the caller
+ * counts it (countIngest) once it is final (email: a message's events commit, or are dropped,
+ * together).
  */
-export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient, { count = true } = {}): Promise<AcceptedEvent> {
   // The channel labels this process's Prometheus series (and the ingest span).
   const { channel } = event;
   const accept = async (span: Span | null) => {
     try {
       const accepted = await acceptOnce(rt, publicId, event, admit, client);
-      ingestEvents.inc({ channel, result: accepted.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
+      if (count) countIngest(channel, accepted);
       span?.setAttributes({ 'relay.channel': channel, 'relay.event_id': accepted.eventId, 'relay.delivery_id': accepted.deliveryId, 'relay.status': accepted.status });
       return accepted;
     } catch (err) {
-      ingestEvents.inc({ channel, result: 'refused', reason: err instanceof DomainError ? err.code : 'error' });
+      if (count) countIngest(channel, { refused: err });
       span?.setAttributes({ 'relay.channel': channel, 'relay.refused': err instanceof DomainError ? err.code : 'error' });
       throw err;
     }
   };
   return tracingEnabled() ? withSpan('ingest', { 'relay.webhook.public_id': publicId }, accept) : accept(null);
+}
+
+/** Counts one ingest outcome: an event accepted (or answered `duplicate`), or a refusal with its reason (the error's code). */
+export function countIngest(channel: InboundEvent['channel'], outcome: AcceptedEvent | { refused: unknown }): void {
+  if ('refused' in outcome) ingestEvents.inc({ channel, result: 'refused', reason: outcome.refused instanceof DomainError ? outcome.refused.code : 'error' });
+  else ingestEvents.inc({ channel, result: outcome.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
 }
 
 async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {

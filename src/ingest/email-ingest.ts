@@ -5,7 +5,6 @@ import { simpleParser, type AddressObject, type Attachment, type ParsedMail } fr
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { inTransaction } from '../db/client.ts';
 import { DomainError, isDatabaseUnavailable, NotFound, PayloadTooLarge, QuotaExceeded, SenderNotAllowed, WebhookPaused } from '../errors.ts';
-import { ingestEvents } from '../prom.ts';
 import { senderAllowed } from '../webhook-config/email-senders.ts';
 import { discardContent, fileRef, normalContentType, keepsFileContent, recordFiles, storageKey, type NewFile } from '../files/service.ts';
 import { fileStore } from '../files/store.ts';
@@ -15,7 +14,7 @@ import { fileStorageAmple, fileStorageRoom } from '../projects/quotas/file-stora
 import { ingestRefusalHint } from '../projects/quotas/ingest-hint.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
-import { acceptEvent, type AcceptedEvent, type Admission } from './accept-event.ts';
+import { acceptEvent, countIngest, type AcceptedEvent, type Admission } from './accept-event.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { INGEST_BODY_LIMIT } from './http-ingest.ts';
 import { FORM_LIMITS } from './form-ingest.ts';
@@ -134,22 +133,34 @@ function senderOf(mail: Mail): string {
 
 /**
  * The webhooks of `byHook` whose allowlist takes the sender (decided again on a fresh lookup when
- * the kept one refuses); each one that does not is counted as a refusal, `sender_not_allowed`.
+ * the kept one refuses), and how many do not (the message is dropped for those).
  */
-async function allowedHooks(rt: Runtime, byHook: Map<string, string[]>, sender: string): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>();
+async function allowedHooks(rt: Runtime, byHook: Map<string, string[]>, sender: string): Promise<{ allowed: Map<string, string[]>; dropped: number }> {
+  const allowed = new Map<string, string[]>();
+  let dropped = 0;
   for (const [publicId, rcpt] of byHook) {
     try {
       await ingestTargets(rt).decide(rt, publicId, (target) => {
         if (target && !senderAllowed(target.emailAllowlist, sender)) throw new SenderNotAllowed();
       });
-      out.set(publicId, rcpt);
+      allowed.set(publicId, rcpt);
     } catch (err) {
       if (!(err instanceof SenderNotAllowed)) throw err;
-      ingestEvents.inc({ channel: 'email', result: 'refused', reason: err.code });
+      dropped++;
     }
   }
-  return out;
+  return { allowed, dropped };
+}
+
+/**
+ * Counts a message's outcome once it is final (`250`): each webhook's event accepted (or
+ * `duplicate`), and each webhook that dropped it a refusal, `sender_not_allowed` (CONTRACT §12).
+ * A message refused as a whole counts only that refusal (the sender tries again, and the retry is
+ * counted then).
+ */
+function countMessage(accepted: AcceptedEvent[], dropped: number): void {
+  for (const a of accepted) countIngest('email', a);
+  for (let i = 0; i < dropped; i++) countIngest('email', { refused: new SenderNotAllowed() });
 }
 
 interface Mail {
@@ -278,10 +289,12 @@ async function recordMail(rt: Runtime, hook: MailForHook, mail: Mail, client: Po
   const { build, built } = mailEvent(rt, hook, mail, kept, false);
   let accepted: AcceptedEvent;
   try {
-    accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail(senderOf(mail)), client);
+    accepted = await acceptEvent(rt, publicId, { channel: 'email', build }, admitEmail(senderOf(mail)), client, { count: false });
   } catch (err) {
-    // The allowlist changed since the early check: dropped (nothing was written for it).
+    // The allowlist changed since the early check: dropped (nothing was written for it; counted with the message).
     if (err instanceof SenderNotAllowed) return { accepted: null, keptKeys: [] };
+    // This refuses the whole message (the transaction rolls back): counted as this webhook's refusal.
+    countIngest('email', { refused: err });
     throw err;
   }
   if (accepted.status === 'duplicate' || !built.keptNow || kept.size === 0) return { accepted, keptKeys: [] };
@@ -301,12 +314,15 @@ async function acceptMailAlone(rt: Runtime, hook: MailForHook, mail: Mail): Prom
   const kept = new Set(hook.candidates.map((a) => a.id));
   const { build, built } = mailEvent(rt, hook, mail, kept, true);
   try {
-    const accepted = await acceptEvent(rt, hook.publicId, { channel: 'email', build }, admitEmail(senderOf(mail)));
+    const accepted = await acceptEvent(rt, hook.publicId, { channel: 'email', build }, admitEmail(senderOf(mail)), undefined, { count: false });
     const keptKeys = accepted.status === 'duplicate' || !built.keptNow ? [] : hook.candidates.map((a) => storageKey(hook.known.projectId, a.id));
     return { accepted, keptKeys };
   } catch (err) {
+    // Not a refusal: the room-checking path takes the message, and counts it.
     if (err instanceof QuotaExceeded && err.details.quota === 'file_storage_bytes') return null;
+    // Dropped: counted with the message.
     if (err instanceof SenderNotAllowed) return { accepted: null, keptKeys: [] };
+    countIngest('email', { refused: err });
     throw err;
   }
 }
@@ -316,11 +332,15 @@ async function acceptMailAlone(rt: Runtime, hook: MailForHook, mail: Mail): Prom
  * written in ONE transaction, so `250` covers every RCPT and a refusal stores nothing for any.
  * A message for one webhook whose attachments fit with room to spare is one statement
  * (acceptMailAlone). Attachment content written but not recorded (refused, or over the quota's
- * room) is removed.
+ * room) is removed. The outcome is counted once final (countMessage): a webhook whose allowlist
+ * refuses the sender, on the early check or on the ingest's own lookup, is one drop.
  */
 async function acceptMessage(rt: Runtime, recipients: Map<string, string[]>, mail: Mail): Promise<AcceptedEvent[]> {
-  const byHook = await allowedHooks(rt, recipients, senderOf(mail));
-  if (byHook.size === 0) return [];
+  const { allowed: byHook, dropped } = await allowedHooks(rt, recipients, senderOf(mail));
+  if (byHook.size === 0) {
+    countMessage([], dropped);
+    return [];
+  }
   const written: string[] = [];
   const keep = new Set<string>();
   let committed = false;
@@ -338,7 +358,9 @@ async function acceptMessage(rt: Runtime, recipients: Map<string, string[]>, mai
     if (one) {
       committed = true;
       for (const k of one.keptKeys) keep.add(k);
-      return one.accepted ? [one.accepted] : [];
+      const accepted = one.accepted ? [one.accepted] : [];
+      countMessage(accepted, dropped + 1 - accepted.length);
+      return accepted;
     }
     const accepted = await inTransaction(rt.db.pool, async (client) => {
       const out: AcceptedEvent[] = [];
@@ -352,6 +374,7 @@ async function acceptMessage(rt: Runtime, recipients: Map<string, string[]>, mai
     committed = true;
     // After the commit: the delivery jobs are there to be picked up.
     rt.runners.nudge();
+    countMessage(accepted, dropped + hooks.length - accepted.length);
     return accepted;
   } finally {
     await discardContent(rt.config, committed ? written.filter((k) => !keep.has(k)) : written);
