@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
+import { renewSlotLease } from '../src/deliveries/slot-lease.ts';
+import { pauseWebhook, resumeWebhook } from '../src/webhooks/lifecycle.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
 import { gate, startReceiver } from './support/receiver.ts';
@@ -106,5 +108,80 @@ describe('slot leases', () => {
     expect(new Set(ids).size).toBe(8);
     await waitFor(async () => (await leases(wh.id)) === 0 || null, 10_000);
     await receiver.close();
+  });
+
+  it('pausing stops the deliveries a drain claimed ahead: none starts once the pause has answered, and each goes out once after resume', async () => {
+    const open = gate();
+    const receiver = await startReceiver(() => ({ status: 200, until: open.opened }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3 });
+    for (let i = 0; i < 15; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
+    // Three requests open; the drain holds more deliveries claimed, waiting for those slots.
+    await waitFor(() => receiver.inFlight === 3 || null, 10_000);
+    await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'delivering'`, [wh.id])) > 3 || null, 10_000);
+    await pauseWebhook(app.rt, projectId, wh.id);
+    // The three open requests are answered; the slots they free must not go to the claimed ones.
+    open.open();
+    // The drain ends (its lease given back) with nothing delivering.
+    await waitFor(async () => (await leases(wh.id)) === 0 || null, 15_000);
+    await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'delivering'`, [wh.id])) === 0 || null, 15_000);
+    expect(receiver.received).toHaveLength(3);
+    expect(await succeeded(wh.id)).toBe(3);
+    await resumeWebhook(app.rt, projectId, wh.id);
+    await waitFor(async () => (await succeeded(wh.id)) === 15 || null, 20_000);
+    const ids = receiver.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(15);
+    expect(new Set(ids).size).toBe(15);
+    await receiver.close();
+  });
+
+  it('a slow answer does not hold the webhook back when the drain hands on: the next drain delivers while it is still open', async () => {
+    const slow = gate();
+    const receiver = await startReceiver((_r, n) => (n === 1 ? { status: 200, until: slow.opened } : { status: 200 }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3, timeoutMs: 25_000 });
+    const first = await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i: 0 }));
+    await waitFor(() => receiver.inFlight === 1 || null, 10_000);
+    // Events keep coming while the first request stays open, past the drain's 5 s budget.
+    const startedAt = Date.now();
+    let late: string | null = null;
+    const sent = new Map<string, number>();
+    try {
+      for (let i = 1; i < 400 && !late; i++) {
+        const { deliveryId } = await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
+        sent.set(deliveryId, Date.now() - startedAt);
+        await new Promise((r) => setTimeout(r, 50));
+        // An event sent more than 6 s after the slow request opened, delivered while it is still open.
+        const done = (await app.rt.db.pool.query(`SELECT id FROM deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [wh.id])).rows.map((r) => r.id as string);
+        late = done.find((id) => (sent.get(id) ?? 0) > 6_000) ?? null;
+      }
+      expect(late, 'no event sent after the first drain handed on was delivered while its slow request was open').not.toBeNull();
+      expect(receiver.inFlight).toBe(1);
+      expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = $1 AND status = 'delivering'`, [first.deliveryId])).toBe(1);
+    } finally {
+      slow.open();
+    }
+    await waitFor(async () => (await succeeded(wh.id)) === sent.size + 1 || null, 20_000);
+    expect(receiver.maxInFlight).toBeLessThanOrEqual(3);
+    await receiver.close();
+  }, 60_000);
+
+  it("a lowered maxInFlight trims a lease at its renewal to what the webhook's other live leases leave, and a paused webhook's lease is not renewed", async () => {
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, 'http://127.0.0.1:9/never', { maxInFlight: 6 });
+    const lease = async (slots: number) => {
+      const id = newId('lse');
+      await app.rt.db.pool.query(`INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at) VALUES ($1, $2, $3, $4, now() + interval '1 minute')`, [id, projectId, wh.id, slots]);
+      return { id, webhookId: wh.id, slots, validUntil: Date.now() + 60_000 };
+    };
+    const a = await lease(3);
+    const b = await lease(3);
+    await app.rt.db.pool.query(`UPDATE webhooks SET max_in_flight = 4 WHERE id = $1`, [wh.id]);
+    expect(await renewSlotLease(app.rt.db.pool, a)).toBe(1);
+    expect(await renewSlotLease(app.rt.db.pool, b)).toBe(3);
+    expect(await count(`SELECT sum(slots)::int AS n FROM webhook_slot_leases WHERE webhook_id = $1`, [wh.id])).toBe(4);
+    await pauseWebhook(app.rt, projectId, wh.id);
+    expect(await renewSlotLease(app.rt.db.pool, b)).toBe(0);
+    expect(b.validUntil).toBe(0);
   });
 });

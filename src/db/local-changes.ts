@@ -5,6 +5,14 @@
  * listen, per database handle (one runtime's).
  */
 
+/**
+ * The pub/sub topic of changed ingest targets: `{publicIds}`, published by the trigger of
+ * migration ingest_target_changes in the transaction of every change to what a lookup reads
+ * (delivered on its commit), whoever the writer (an API process, a worker, the admin CLI, psql).
+ * Ingest's lookups and the delivery engine's drains listen.
+ */
+export const INGEST_TARGETS_TOPIC = 'ingest-targets:changed';
+
 /** A change to what ingest's webhook lookups read: one webhook's, or every webhook's of a project. */
 export type IngestTargetChange = { webhookId: string } | { projectId: string };
 

@@ -10,7 +10,7 @@ import type { DeliveryEngine } from './engine.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, requeueAttemptJob } from './job.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
-import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, type SlotLease } from './slot-lease.ts';
+import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
 const DRAIN_BUDGET_MS = 5_000;
@@ -29,6 +29,9 @@ const CLAIM_AHEAD_MS = 1_000;
 /** How long a claim holds its delivery: batch claims (claim-batch.ts) and one-at-a-time ones (claim.ts). */
 const BATCH_CLAIM_LEASE_MS = (timeoutMs: number) => 2 * timeoutMs + LEASE_MARGIN_MS;
 const SINGLE_CLAIM_LEASE_MS = (timeoutMs: number) => timeoutMs + LEASE_MARGIN_MS;
+
+/** How long a drain whose time is up waits for its last answers before it gives their spare slots back and hands on (see runDrain). */
+const TAIL_GRACE_MS = 100;
 
 /** When a drain found every slot of its webhook leased by other runners' drains: its deliveries' jobs run again after about this. */
 const SLOTS_BUSY_RETRY_MS = 100;
@@ -164,17 +167,35 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
   drain.whenStopped(() => slots.abandon());
-  // Renewed on a timer of its own: with a slow receiver the loop may wait a whole timeout for an answer.
+  // Renewed on a timer of its own (with a slow receiver the loop may wait a whole timeout for an
+  // answer), and at once when the webhook changed: until that renewal has answered, no attempt
+  // starts (a paused webhook's lease is not renewed: what waits for a slot waits again).
   let renewing: Promise<unknown> | null = null;
-  const renewal = setInterval(() => {
-    renewing ??= renewSlotLease(db, lease)
+  let changes = 0;
+  const renew = () => {
+    const seen = changes;
+    return renewSlotLease(db, lease)
       .then((kept) => {
+        // A change came in while this renewal was under way: the next renewal decides.
+        if (changes !== seen && kept > 0) lease.validUntil = 0;
         if (kept === 0) slots.abandon();
         else if (kept < slots.size) slots.size = kept;
       })
-      .catch((err) => log.warn({ err }, 'could not renew a slot lease'))
-      .finally(() => (renewing = null));
-  }, LEASE_RENEW_MS);
+      .catch((err) => log.warn({ err }, 'could not renew a slot lease'));
+  };
+  const renewNow = (afterChange: boolean) => {
+    if (renewing && !afterChange) return;
+    const next: Promise<unknown> = (renewing ?? Promise.resolve()).then(renew).finally(() => {
+      if (renewing === next) renewing = null;
+    });
+    renewing = next;
+  };
+  const renewal = setInterval(() => renewNow(false), LEASE_RENEW_MS);
+  drain.whenChanged(() => {
+    changes++;
+    lease.validUntil = 0;
+    renewNow(true);
+  });
   try {
     for (let round = 0; ; round++) {
       const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
@@ -235,6 +256,24 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     // A lost lease: a new drain (under a new lease) takes the webhook's next jobs at once, while
     // this one waits for its attempts under way.
     if (lease.slots === 0) stopDraining();
+    // Time is up and attempts are still open a moment later (a slow answer, up to the webhook's
+    // timeout): the slots they do not need go back, and the webhook's work goes to a new drain
+    // now rather than after the slowest answer. (A fast receiver's last answers come within the
+    // moment: then the lease goes back whole, below, before the hand-off.)
+    let handedOn = false;
+    if (handOff && !single && lease.slots > 0 && !drain.stopping && !signal?.aborted && pending > 0) {
+      for (const until = Date.now() + TAIL_GRACE_MS; pending > 0 && Date.now() < until; drain.sleep()) {
+        await Promise.race([drain.woken(), new Promise((r) => setTimeout(r, Math.max(until - Date.now(), 1)))]);
+      }
+      if (pending > 0) {
+        await shrinkSlotLease(db, lease, pending);
+        stopDraining();
+        const left = drain.take();
+        await handOffDueDeliveries(db, drained);
+        left.release();
+        handedOn = true;
+      }
+    }
     // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
     // back. The drain stays registered meanwhile, so that this runner's next jobs of the webhook
     // join it (and are handed on below) rather than find its slots still leased.
@@ -252,7 +291,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     if (left.ids.length) handOff = true;
     await Promise.all(runs);
     if (single) for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
-    else if (handOff) await handOffDueDeliveries(db, drained);
+    else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
     left.release();
   }
 }

@@ -65,6 +65,20 @@ export class Drain {
     this.onStop = fn;
   }
 
+  private onChange: (() => void) | null = null;
+
+  /**
+   * The webhook's settings or state changed (paused, archived, maxInFlight lowered): the drain
+   * checks its lease before it starts another attempt.
+   */
+  changed(): void {
+    this.onChange?.();
+  }
+
+  whenChanged(fn: () => void): void {
+    this.onChange = fn;
+  }
+
   /** No join wakes the drain any more (it is waiting for nothing). */
   sleep(): void {
     this.wakeUp = null;

@@ -1,3 +1,4 @@
+import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged } from '../db/local-changes.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { RollupWriter } from '../metrics/rollup.ts';
 import type { Runtime } from '../runtime.ts';
@@ -21,6 +22,8 @@ export interface DeliveryEngine {
   /** The drains running on this runner, by webhook (see attemptDelivery). */
   drains: Map<string, Drain>;
   jobTable: JobTableVacuum;
+  /** Stops listening for webhook changes (see createDeliveryEngine). */
+  unwatch: () => void;
 }
 
 export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
@@ -30,7 +33,23 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
     allowAmbientCredentials: rt.config.ALLOW_AMBIENT_CLOUD_CREDENTIALS,
     listen: { pool: rt.db.relaxedPool, pubsub: rt.pubsub },
   });
-  return { rt, rollups, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rollups), drains: new Map(), senders, jobTable: new JobTableVacuum(rt.db.pool) };
+  const drains = new Map<string, Drain>();
+  // A webhook paused, archived or given a lower maxInFlight: its drain here checks its lease before
+  // it starts another attempt (those it claimed ahead wait again). Changes this process made are
+  // heard before they are answered; other processes' when the database's notification comes.
+  const changed = (webhookId?: string) => {
+    for (const [id, drain] of drains) if (!webhookId || id === webhookId) drain.changed();
+  };
+  const local = onIngestTargetsChanged(rt.db, (change) => changed('webhookId' in change ? change.webhookId : undefined));
+  const remote = rt.pubsub.subscribe(INGEST_TARGETS_TOPIC, () => {
+    changed();
+    return undefined;
+  });
+  const unwatch = () => {
+    local();
+    void remote.return?.();
+  };
+  return { rt, rollups, recorder: new AttemptRecorder(rt.db.relaxedPool, 200, rollups), drains, senders, jobTable: new JobTableVacuum(rt.db.pool), unwatch };
 }
 
 /**
@@ -39,5 +58,6 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
  * back once the requests it has open are answered.
  */
 export function stopDrains(engine: DeliveryEngine): void {
+  engine.unwatch();
   for (const drain of engine.drains.values()) drain.stop();
 }

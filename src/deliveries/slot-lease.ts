@@ -94,23 +94,27 @@ export async function acquireSlotLease(db: pg.Pool, webhookId: string, want: num
 }
 
 /**
- * Extends a live lease by its time to live; trims it to the webhook's maxInFlight should that
- * have been lowered. Answers the slots it keeps, or 0 when the lease had run out (its slots may
- * be another runner's now: start nothing more under it).
+ * Extends a live lease by its time to live, while its webhook is active; trims it to what the
+ * webhook's maxInFlight leaves beside its other live leases and one-at-a-time attempts, should
+ * that have been lowered. Answers the slots it keeps, or 0 when the lease had run out or the
+ * webhook is no longer active (paused, archived: start nothing more under it; its slots may be
+ * another runner's now).
  */
 export async function renewSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLease): Promise<number> {
   const asked = Date.now();
   const { rows } = await db.query({
     name: 'renew_slot_lease',
-    text: `UPDATE webhook_slot_leases l SET slots = LEAST(l.slots, w.max_in_flight),
+    text: `UPDATE webhook_slot_leases l
+              SET slots = GREATEST(LEAST(l.slots, w.max_in_flight - w.in_flight - (
+                    SELECT COALESCE(sum(o.slots), 0)::int FROM webhook_slot_leases o WHERE o.webhook_id = l.webhook_id AND o.id <> l.id AND o.expires_at > now())), 0),
                   expires_at = now() + make_interval(secs => (w.timeout_ms + $2::int)::float8 / 1000)
              FROM webhooks w
-            WHERE l.id = $1 AND w.id = l.webhook_id AND l.expires_at > now()
+            WHERE l.id = $1 AND w.id = l.webhook_id AND l.expires_at > now() AND w.status = 'active'
            RETURNING l.slots, w.timeout_ms`,
     values: [lease.id, LEASE_MARGIN_MS],
   });
   const row = rows[0];
-  if (!row) {
+  if (!row || row.slots === 0) {
     lease.slots = 0;
     lease.validUntil = 0;
     return 0;
@@ -118,6 +122,14 @@ export async function renewSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLea
   lease.slots = row.slots;
   lease.validUntil = asked + leaseTtlMs(row.timeout_ms);
   return row.slots;
+}
+
+/**
+ * Gives back the slots of a lease beyond `keep` (its drain has stopped claiming and only `keep`
+ * attempts are still open): a new drain may have them while the slowest of those answers.
+ */
+export async function shrinkSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLease, keep: number): Promise<void> {
+  await db.query({ name: 'shrink_slot_lease', text: 'UPDATE webhook_slot_leases SET slots = LEAST(slots, $2) WHERE id = $1', values: [lease.id, keep] });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { onIngestTargetsChanged, type IngestTargetChange } from '../db/local-changes.ts';
+import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged, type IngestTargetChange } from '../db/local-changes.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import { findIngestTarget, type IngestTarget } from './find-ingest-target.ts';
@@ -8,12 +8,7 @@ import { findIngestTarget, type IngestTarget } from './find-ingest-target.ts';
 const MAX_AGE_MS = 60_000;
 const MAX_ENTRIES = 10_000;
 
-/**
- * The pub/sub topic of changed ingest targets: `{publicIds}`, published by the trigger of
- * migration ingest_target_changes in the transaction of every change to what a lookup reads
- * (delivered on its commit), whoever the writer (an API process, a worker, the admin CLI, psql).
- */
-export const INGEST_TARGETS_TOPIC = 'ingest-targets:changed';
+export { INGEST_TARGETS_TOPIC };
 
 interface Entry {
   target: IngestTarget;
