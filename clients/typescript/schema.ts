@@ -1966,8 +1966,11 @@ export interface components {
             /** @description cli destinations: whether a relay listen session takes its deliveries now. Always false for other types. */
             listenerConnected: boolean;
             name: string;
-            /** @description webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli */
-            type: string;
+            /**
+             * @description webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli
+             * @enum {string}
+             */
+            type: "aws_eventbridge" | "aws_sqs" | "cli" | "gcp_pubsub" | "object_storage" | "webhook";
             /** Format: date-time */
             updatedAt: string;
             webhookId: string;

@@ -2,14 +2,20 @@ import type { Destination } from '../generated/prisma/client.ts';
 import { builder } from '../graphql/builder.ts';
 import { FEATURE_TIERS } from '../projects/tiers.ts';
 import { hasCredentials, publicConfig } from './config.ts';
+import { DESTINATION_PACKS, destinationTypeList, type DestinationType } from './packs/index.ts';
 import { createDestination, deleteDestination, listDestinations, updateDestination } from './service.ts';
+
+/** The destination types, one value per pack (packs/index.ts); the dashboard's type list is read from it. */
+export const DestinationTypeEnum = builder.enumType('DestinationType', {
+  values: Object.fromEntries(DESTINATION_PACKS.map((p) => [p.type, { description: p.label }])) as Record<DestinationType, { description: string }>,
+});
 
 export const DestinationRef = builder.prismaObject('Destination', {
   fields: (t) => ({
     id: t.exposeID('id'),
     webhookId: t.exposeID('webhookId'),
     name: t.exposeString('name'),
-    type: t.exposeString('type', { description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli' }),
+    type: t.field({ type: DestinationTypeEnum, description: destinationTypeList(), resolve: (d) => d.type as DestinationType }),
     isDefault: t.exposeBoolean('isDefault'),
     config: t.field({ type: 'JSON', description: 'The type-specific settings, without credentials.', resolve: (d) => publicConfig(d.config) }),
     hasCredentials: t.boolean({ description: 'Whether credentials are stored (they are never returned).', resolve: (d) => hasCredentials(d.config) }),
@@ -42,7 +48,7 @@ builder.mutationField('createDestination', (t) =>
     args: {
       id: t.arg.id({ required: true, description: 'The webhook.' }),
       name: t.arg.string({ required: true, description: 'Unique within the webhook.' }),
-      type: t.arg.string({ required: true, description: 'webhook, aws_sqs, aws_eventbridge, gcp_pubsub, object_storage or cli.' }),
+      type: t.arg.string({ required: true, description: `${destinationTypeList()}.` }),
       config: t.arg({ type: 'JSON', required: true, description: 'The type-specific settings (webhook: {url, method?, headers?}; cli: {}, delivered through relay listen), with credentials where the type needs them.' }),
     },
     resolve: (_q, _root, { id, ...input }, ctx) => createDestination(ctx.rt, ctx.auth.projectId, String(id), input),

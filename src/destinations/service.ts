@@ -7,7 +7,8 @@ import { getProject } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
 import { getWebhook } from '../webhook-config/get-webhook.ts';
-import { assertDestinationType, DESTINATION_TYPES, publicConfig, sealConfig, type DestinationType, type StoredConfig } from './config.ts';
+import { assertDestinationType, publicConfig, sealConfig, type DestinationType, type StoredConfig } from './config.ts';
+import { findDestinationPack } from './packs/index.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 
 type Rt = Pick<Runtime, 'db'>;
@@ -16,12 +17,12 @@ export const DEFAULT_DESTINATION_NAME = 'default';
 const MAX_DESTINATIONS = 50;
 const nameSchema = z.string().trim().min(1).max(200);
 
-/** Types every tier may use: HTTP, and `cli` (local development through `relay listen`, CONTRACT §13). */
-const UNGATED_TYPES: readonly unknown[] = ['webhook', 'cli'];
-
-/** 403 before any validation, as the contract orders checks: typed (non-HTTP) destinations are Pro and above. */
+/**
+ * 403 before any validation, as the contract orders checks: typed (non-HTTP) destinations are Pro
+ * and above; a pack says whether it is one (every tier may use `webhook` and `cli`, CONTRACT §13).
+ */
 export function requireDestinationType(tier: string, type: unknown): void {
-  if (!UNGATED_TYPES.includes(type) && (DESTINATION_TYPES as readonly unknown[]).includes(type)) requireFeature(tier, 'typed_destinations');
+  if (typeof type === 'string' && findDestinationPack(type)?.gated) requireFeature(tier, 'typed_destinations');
 }
 
 export interface DestinationInput {

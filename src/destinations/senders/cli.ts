@@ -2,12 +2,11 @@ import type pg from 'pg';
 import { newId } from '../../ids.ts';
 import { log } from '../../log.ts';
 import type { PgPubSub } from '../../db/pubsub.ts';
-import type { DestinationSnapshot } from '../config.ts';
 import { isLocal, receiveLocally, sendTo } from '../listen/local.ts';
 import { deleteHandoff, liveSessions, storeHandoff, type LiveSession } from '../listen/sessions.ts';
 import { answerTopic, hubTopic, NO_LISTENER, type HandoffAnswer, type HandoffRequest } from '../listen/wire.ts';
 import type { OutboundResult } from '../../outbound/http-client.ts';
-import { elapsedSince, type DestinationSend } from './types.ts';
+import { elapsedSince, type DestinationSend, type DestinationSnapshot } from './types.ts';
 import { USER_AGENT } from './webhook.ts';
 
 /** What the cli sender needs of its process: the database and its pub/sub. */

@@ -1,26 +1,13 @@
 import { createOutboundClient, type OutboundResult } from '../../outbound/http-client.ts';
 import { log } from '../../log.ts';
-import { destinationCredentials, type DestinationSnapshot, type DestinationType } from '../config.ts';
+import { destinationCredentials, type DestinationSnapshot } from '../config.ts';
+import { DESTINATION_PACKS, findDestinationPack } from '../packs/index.ts';
+import type { ClientPerConfig, SharedSender } from '../packs/pack.ts';
 import type { DestinationSend, DestinationSender, SenderOptions } from './types.ts';
-import { createWebhookSender } from './webhook.ts';
-import { createCliSender, type ListenChannel } from './cli.ts';
-import { NO_LISTENER } from '../listen/wire.ts';
+import type { ListenChannel } from './cli.ts';
 
 export type { DestinationSend } from './types.ts';
 export type { ListenChannel } from './cli.ts';
-
-type CloudType = Exclude<DestinationType, 'webhook' | 'cli'>;
-// any: each factory takes its own type's config and credentials (checked when the destination was saved).
-type Factory = (config: any, credentials: any, opts: SenderOptions) => Promise<DestinationSender>;
-
-// Each SDK is loaded when a destination of its type first sends: together they add more than a
-// second to the start of a process, which deployments without such destinations need not pay.
-const FACTORIES: Record<CloudType, Factory> = {
-  aws_sqs: async (c, k, o) => (await import('./sqs.ts')).createSqsSender(c, k, o),
-  aws_eventbridge: async (c, k, o) => (await import('./eventbridge.ts')).createEventBridgeSender(c, k, o),
-  gcp_pubsub: async (c, k, o) => (await import('./pubsub.ts')).createPubSubSender(c, k, o),
-  object_storage: async (c, k, o) => (await import('./object-storage.ts')).createObjectStorageSender(c, k, o),
-};
 
 /** Distinct destinations whose clients (connections, credentials) are kept; the least recently used goes first. */
 const MAX_CLIENTS = 64;
@@ -33,18 +20,22 @@ interface Entry {
 }
 
 /**
- * The senders of every destination type. `webhook` shares one HTTP client; `cli` hands deliveries
- * to `relay listen` sessions through `listen` (the process's database and pub/sub; without it,
- * every cli attempt fails `no listener connected`); the cloud types get
- * one client per destination config and credentials (the snapshot's stored config, credentials
- * still sealed, is the key: a changed destination gets a new client, an unchanged one reuses its
- * connections across deliveries).
+ * The senders of every destination type, from the packs (packs/index.ts). A shared sender is made
+ * once: `webhook` shares one HTTP client; `cli` hands deliveries to `relay listen` sessions through
+ * `listen` (the process's database and pub/sub; without it, every cli attempt fails `no listener
+ * connected`). The other types get one client per destination config and credentials (the
+ * snapshot's stored config, credentials still sealed, is the key: a changed destination gets a new
+ * client, an unchanged one reuses its connections across deliveries); each SDK is loaded when a
+ * destination of its type first sends: together they add more than a second to the start of a
+ * process, which deployments without such destinations need not pay.
  */
 export function createDestinationSenders(opts: SenderOptions & { maxClients?: number; listen?: ListenChannel }) {
   const max = Math.max(1, opts.maxClients ?? MAX_CLIENTS);
   const http = createOutboundClient({ allowPrivate: opts.allowPrivate });
-  const webhook = createWebhookSender(http);
-  const cli = opts.listen ? createCliSender(opts.listen) : undefined;
+  const ctx = { ...opts, http };
+  const shared = new Map(
+    DESTINATION_PACKS.filter((p) => p.sender.kind === 'shared').map((p) => [p.type as string, (p.sender as SharedSender).create(ctx)]),
+  );
   const entries = new Map<string, Entry>();
 
   const close = (entry: Entry) =>
@@ -57,14 +48,14 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
       entries.delete(key);
       entries.set(key, entry);
     } else {
-      const factory = FACTORIES[destination.type as CloudType];
-      if (!factory) throw new Error(`destination type ${destination.type} has no sender`);
+      const sender = findDestinationPack(destination.type)?.sender;
+      if (sender?.kind !== 'client') throw new Error(`destination type ${destination.type} has no sender`);
       const { credentialsEnc: _sealed, ...config } = destination.config ?? {};
       const credentials = destinationCredentials(destination);
-      if (!credentials && destination.type.startsWith('aws_') && !opts.allowAmbientCredentials) {
+      if (!credentials && (sender as ClientPerConfig).ambientCredentials && !opts.allowAmbientCredentials) {
         throw new Error('the destination has no credentials, and this deployment does not lend its own (ALLOW_AMBIENT_CLOUD_CREDENTIALS)');
       }
-      entry = { key, sender: factory(config, credentials, opts), inFlight: 0, evicted: false };
+      entry = { key, sender: sender.open(config, credentials, opts), inFlight: 0, evicted: false };
       entries.set(key, entry);
       for (const [oldKey, old] of entries) {
         if (entries.size <= max) break;
@@ -81,8 +72,8 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
   return {
     /** Sends one delivery to its destination; never throws. */
     async send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
-      if ((destination.type ?? 'webhook') === 'webhook') return webhook.send(destination, req);
-      if (destination.type === 'cli') return cli ? cli.send(destination, req) : { durationMs: 0, error: NO_LISTENER, failure: 'network' };
+      const sharedSender = shared.get(destination.type ?? 'webhook');
+      if (sharedSender) return sharedSender.send(destination, req);
       let entry: Entry;
       try {
         entry = acquire(destination);
@@ -110,7 +101,7 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
     },
     async close() {
       http.close();
-      await cli?.close();
+      for (const sender of shared.values()) await sender.close?.();
       const all = [...entries.values()];
       entries.clear();
       for (const e of all) e.evicted = true;

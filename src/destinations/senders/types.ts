@@ -1,5 +1,16 @@
 import type { OutboundResult } from '../../outbound/http-client.ts';
 
+/** What is stored in `destinations.config`: the type's fields, credentials sealed as `credentialsEnc`. */
+export type StoredConfig = Record<string, unknown> & { credentialsEnc?: string };
+
+/** The destination as the delivery engine gets it on the delivery row (credentials still sealed). */
+export interface DestinationSnapshot {
+  id: string;
+  name: string;
+  type: string;
+  config: StoredConfig;
+}
+
 /** One delivery as a destination sender gets it: what to send, its signature, and whose it is. */
 export interface DestinationSend {
   dispatch: { body: Buffer; contentType: string | null; headers: Record<string, string> };

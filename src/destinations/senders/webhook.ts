@@ -1,6 +1,5 @@
-import type { DestinationSnapshot } from '../config.ts';
 import type { OutboundClient, OutboundResult } from '../../outbound/http-client.ts';
-import type { DestinationSend } from './types.ts';
+import type { DestinationSend, DestinationSnapshot } from './types.ts';
 
 export const USER_AGENT = 'webhook-service/1.0 (+standard-webhooks)';
 
