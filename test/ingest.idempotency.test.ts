@@ -1,8 +1,9 @@
 // Idempotency keys on HTTP and form ingest (CONTRACT §12), over real HTTP on a real PostgreSQL.
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRetention } from '../src/retention/run.ts';
-import { startTestApp, type TestApp } from './support/app.ts';
+import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { capturedStatements } from './support/statements.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
@@ -15,6 +16,16 @@ afterAll(async () => {
 });
 
 const auth = (secret: string, key?: string) => ({ 'x-webhook-secret': secret, ...(key === undefined ? {} : { 'idempotency-key': key }) });
+/** A connection of its own (another process's, as it were), outside the service's pool. */
+async function connect() {
+  const client = new pg.Client({ connectionString: app.databaseUrl });
+  await client.connect();
+  return client;
+}
+/** Whether a backend of the test database other than `pid` waits for a transaction to end (a request's claim waiting on another's). */
+const waitsOn = async (pid: number) =>
+  (await app.rt.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1 AND wait_event_type = 'Lock' AND wait_event = 'transactionid'`, [pid])).rows.length > 0;
+const backendPid = async (client: pg.Client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 const eventsOf = (webhookId: string) => app.rt.db.prisma.event.count({ where: { webhookId } });
 
 async function form(publicId: string, body: FormData | URLSearchParams, headers: Record<string, string> = {}) {
@@ -163,6 +174,73 @@ describe('idempotency keys on HTTP ingest', () => {
       }
     }
     expect(await eventsOf(wh.id)).toBe(1);
+  });
+
+  it('answers 409 idempotency_key_in_progress with Retry-After when the claim it waited on committed but no longer holds the key; the retry takes it', async () => {
+    const { projectId, apiKey } = await ingestingProject(app);
+    // A two-second window: the other request's claim lapses while this one waits for it to commit.
+    const wh = await createWebhook(app, apiKey, { idempotencyWindowSeconds: 2 });
+    // Another API process's request has claimed the key and not committed (its transaction is held open here).
+    const other = await connect();
+    try {
+      await other.query('BEGIN');
+      const { rows } = await other.query<{ expires_at: string }>(
+        `INSERT INTO ingest_idempotency_keys (project_id, webhook_id, key, fingerprint, event_id, delivery_id, expires_at)
+         VALUES ($1, $2, 'in-flight', 'other-body', 'evt_other', 'del_other', (now() AT TIME ZONE 'UTC') + interval '2 seconds') RETURNING expires_at::text`,
+        [projectId, wh.id],
+      );
+      const otherPid = await backendPid(other);
+      const answer = ingest(app, wh.publicId, { headers: auth(wh.ingestSecret, 'in-flight') });
+      // This request's claim waits on the other's row (a lock wait, seen by PostgreSQL)...
+      await waitFor(() => waitsOn(otherPid));
+      // ...until the other commits, once its window has run out.
+      await waitFor(async () => (await app.rt.db.pool.query(`SELECT (now() AT TIME ZONE 'UTC') > $1::timestamp AS past`, [rows[0].expires_at])).rows[0].past, 10_000, 100);
+      await other.query('COMMIT');
+      const res = await answer;
+      expect(res.status, JSON.stringify(res.body)).toBe(409);
+      expect(res.body.error).toMatchObject({ code: 'idempotency_key_in_progress', retryAfterSec: 1 });
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(await eventsOf(wh.id)).toBe(0);
+    } finally {
+      await other.end();
+    }
+    // Retried after Retry-After: the lapsed key is this request's now.
+    const retry = await ingest(app, wh.publicId, { headers: auth(wh.ingestSecret, 'in-flight') });
+    expect(retry.status).toBe(202);
+    expect(retry.body.status).toBe('queued');
+    expect(await eventsOf(wh.id)).toBe(1);
+  });
+
+  it('a request whose key another has claimed and not committed waits for it: duplicate when it commits, the key its own when it rolls back', async () => {
+    const { projectId, apiKey } = await ingestingProject(app);
+    const wh = await createWebhook(app, apiKey);
+    const body = '{"hello":"world"}';
+    const first = await ingest(app, wh.publicId, { headers: auth(wh.ingestSecret, 'probe'), body });
+    const fingerprint = (await app.rt.db.pool.query<{ fingerprint: string }>('SELECT fingerprint FROM ingest_idempotency_keys WHERE webhook_id = $1', [wh.id])).rows[0].fingerprint;
+    expect(first.body.status).toBe('queued');
+    for (const outcome of ['COMMIT', 'ROLLBACK'] as const) {
+      const key = `held-${outcome}`;
+      const other = await connect();
+      try {
+        await other.query('BEGIN');
+        await other.query(
+          `INSERT INTO ingest_idempotency_keys (project_id, webhook_id, key, fingerprint, event_id, delivery_id, expires_at)
+           VALUES ($1, $2, $3, $4, 'evt_other', 'del_other', (now() AT TIME ZONE 'UTC') + interval '1 hour')`,
+          [projectId, wh.id, key, fingerprint],
+        );
+        const answer = ingest(app, wh.publicId, { headers: auth(wh.ingestSecret, key), body });
+        const otherPid = await backendPid(other);
+        await waitFor(() => waitsOn(otherPid));
+        await other.query(outcome);
+        const res = await answer;
+        expect(res.status, outcome).toBe(202);
+        if (outcome === 'COMMIT') expect(res.body).toEqual({ eventId: 'evt_other', deliveryId: 'del_other', status: 'duplicate' });
+        else expect(res.body.status).toBe('queued');
+      } finally {
+        await other.end();
+      }
+    }
+    expect(await eventsOf(wh.id)).toBe(2);
   });
 
   it('costs no extra statement: a warm keyed request is one statement, as a keyless one', async () => {
