@@ -50,6 +50,11 @@ describe('form controls', () => {
     expect(ok.body).toMatchObject({ formAccess: 'public', formAllowedOrigins: ['https://www.example.com', 'http://127.0.0.1:8080'] });
     const gql = await app.api(apiKey, 'POST', '/graphql', { query: `{ webhook(id: "${wh.id}") { formAccess formAllowedOrigins } }` });
     expect(gql.body.data.webhook).toEqual({ formAccess: 'public', formAllowedOrigins: ['https://www.example.com', 'http://127.0.0.1:8080'] });
+    // GraphQL writes them too, with the same rules.
+    const set = await app.api(apiKey, 'POST', '/graphql', { query: `mutation { updateWebhook(id: "${wh.id}", formAccess: "secret", formAllowedOrigins: ["*"]) { formAccess formAllowedOrigins } }` });
+    expect(set.body.data.updateWebhook).toEqual({ formAccess: 'secret', formAllowedOrigins: ['*'] });
+    const badGql = await app.api(apiKey, 'POST', '/graphql', { query: `mutation { updateWebhook(id: "${wh.id}", formAllowedOrigins: ["https://example.com/"]) { id } }` });
+    expect(badGql.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', param: 'formAllowedOrigins' });
   });
 });
 

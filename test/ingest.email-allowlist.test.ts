@@ -69,6 +69,14 @@ describe('the allowlist routes', () => {
     expect(gql.body.data.addEmailAllowlistEntry.pattern).toBe('ops@example.org');
     const listed = await app.api(starter.apiKey, 'POST', '/graphql', { query: `{ webhookEmailAllowlist(id: "${wh.id}") { items { pattern } nextCursor } }` });
     expect(listed.body.data.webhookEmailAllowlist.items.map((e: any) => e.pattern)).toEqual(['partner.test', 'alerts@*', 'ops@example.org']);
+    const gqlDup = await app.api(starter.apiKey, 'POST', '/graphql', { query: `mutation { addEmailAllowlistEntry(id: "${wh.id}", pattern: "*@partner.test") { id } }` });
+    expect(gqlDup.body.errors[0].extensions.code).toBe('already_exists');
+    const gqlDel = await app.api(starter.apiKey, 'POST', '/graphql', {
+      query: `mutation { deleteEmailAllowlistEntry(id: "${wh.id}", entryId: "${gql.body.data.addEmailAllowlistEntry.id}") { id deleted } }`,
+    });
+    expect(gqlDel.body.data.deleteEmailAllowlistEntry).toEqual({ id: gql.body.data.addEmailAllowlistEntry.id, deleted: true });
+    const after = await app.api(starter.apiKey, 'GET', `/v1/webhooks/${wh.id}/email-allowlist`);
+    expect(after.body.items.map((e: any) => e.pattern)).toEqual(['partner.test', 'alerts@*']);
   });
 
   it('refuses malformed patterns with 400 param pattern', async () => {
@@ -78,6 +86,13 @@ describe('the allowlist routes', () => {
       expect(res.status, String(bad)).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'pattern' });
     }
+    // 254 characters is the most a pattern may have (the 255 above is one too many); tabs are spaces too.
+    const longest = `${'a'.repeat(249)}@x.io`;
+    expect(longest).toHaveLength(254);
+    expect((await add(starter.apiKey, wh.id, longest)).status).toBe(201);
+    expect((await add(starter.apiKey, wh.id, 'ana\t@example.com')).status).toBe(400);
+    const gql = await app.api(starter.apiKey, 'POST', '/graphql', { query: `mutation { addEmailAllowlistEntry(id: "${wh.id}", pattern: "a@b@example.com") { id } }` });
+    expect(gql.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', param: 'pattern' });
   });
 
   it('lists on every tier; writes are Starter and above (403 after 404)', async () => {
@@ -88,6 +103,9 @@ describe('the allowlist routes', () => {
     expect(res.status).toBe(403);
     expect(res.body.error).toMatchObject({ code: 'tier_required', feature: 'email_allowlists', requiredTier: 'starter' });
     expect((await app.api(free.apiKey, 'DELETE', `/v1/webhooks/${wh.id}/email-allowlist/eal_x`)).status).toBe(403);
+    const gql = await app.api(free.apiKey, 'POST', '/graphql', { query: `mutation { addEmailAllowlistEntry(id: "${wh.id}", pattern: "example.com") { id } }` });
+    expect(gql.body.errors[0].extensions).toMatchObject({ code: 'tier_required', feature: 'email_allowlists', requiredTier: 'starter' });
+    expect((await app.api(free.apiKey, 'POST', '/graphql', { query: `{ webhookEmailAllowlist(id: "${wh.id}") { items { id } } }` })).body.data.webhookEmailAllowlist.items).toEqual([]);
     expect((await add(free.apiKey, 'wh_unknown', 'example.com')).status).toBe(404);
     // Another project's webhook is not found.
     expect((await app.api(starter.apiKey, 'GET', `/v1/webhooks/${wh.id}/email-allowlist`)).status).toBe(404);
