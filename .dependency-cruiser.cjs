@@ -33,7 +33,7 @@ const PUBLIC = [
   '^src/destinations/listen/graphql\\.ts$',
   '^src/deliveries/(job|replay|notify|delivery-reads|graphql|engine|batch-run)\\.ts$',
   '^src/providers/(index|service|graphql)\\.ts$',
-  '^src/ingest/(cron-ingest|http-ingest|form-ingest|deliver-at)\\.ts$',
+  '^src/ingest/(cron-ingest|channels)\\.ts$',
   '^src/schedules/(service|tick|graphql)\\.ts$',
   '^src/retention/run\\.ts$',
   '^src/conversations/graphql\\.ts$',

@@ -6,8 +6,7 @@ import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger, workerLogger } from './db/migrate.ts';
-import { createHttpIngestHandler } from './ingest/http-ingest.ts';
-import { createFormIngestHandler } from './ingest/form-ingest.ts';
+import { ingestRoutes } from './ingest/channels.ts';
 import { startSmtpServer, type SmtpServerHandle } from './ingest/email-ingest.ts';
 import { watchIngestTargetChanges } from './ingest/ingest-target-cache.ts';
 import { createSignedFileHandler } from './http/files.ts';
@@ -86,7 +85,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (opts.api !== false) {
     await pubsub.start();
     void watchKeyRevocations(rt);
-    const extraRoutes: ExtraRoutes = { '/i': createHttpIngestHandler(rt), '/f': createFormIngestHandler(rt), '/files': createSignedFileHandler(rt), '/dashboard': createDashboardHandler(rt) };
+    const extraRoutes: ExtraRoutes = { ...ingestRoutes(rt), '/files': createSignedFileHandler(rt), '/dashboard': createDashboardHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
     smtp = await startSmtpServer(rt, { port: opts.smtpPort ?? config.SMTP_PORT, host: config.HOST, socketTimeoutMs: config.SMTP_TIMEOUT_MS });

@@ -30,9 +30,7 @@ import {
   WebhookPaused,
   type DomainError,
 } from '../errors.ts';
-import { DELIVER_AT_HEADER } from '../ingest/deliver-at.ts';
-import { INGEST_BODY_LIMIT } from '../ingest/http-ingest.ts';
-import { FORM_LIMITS } from '../ingest/form-ingest.ts';
+import { DELIVER_AT_HEADER, FORM_LIMITS, INGEST_BODY_LIMIT } from '../ingest/channels.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { MANAGEMENT_BODY_LIMIT } from '../wire/body.ts';
 import { BYTES_ROUTES, REST_ROUTES, type BytesRoute, type RestRoute } from './routes.ts';
@@ -486,6 +484,10 @@ function publicPaths(): Json {
           content: { 'application/json': { schema: {} }, 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } }, '*/*': { schema: {} } },
         },
         responses: {
+          '200': {
+            description: "Slack's URL verification (CONTRACT §12), on a webhook with the `slack` provider pack and a correctly signed `url_verification` body: the challenge, answered at once; nothing stored, delivered or counted.",
+            content: { 'application/json': { schema: { type: 'object', required: ['challenge'], properties: { challenge: { type: 'string', description: 'The `challenge` of the request, as sent.' } } } } },
+          },
           '202': { description: 'Accepted: stored and queued (or a duplicate of an accepted request: see `status`).', content: { 'application/json': { schema: ref('schemas', 'IngestAccepted') } } },
           '400': {
             description: '`invalid_request`: a malformed `x-service-deliver-at`, or one sent to a strict_fifo webhook; a malformed `Idempotency-Key`.',
@@ -654,19 +656,21 @@ function filePublicPaths(): Json {
           '303': { description: 'Accepted (a duplicate too, or a honeypot post), with `_redirect`: see other.', headers: { Location: { schema: { type: 'string' } }, ...corsHeaders() } },
           '400': {
             description: 'A malformed body, a `_redirect` that is not an http(s) URL, or a malformed idempotency key.',
+            headers: corsHeaders(),
             content: errorContent([new InvalidRequest('_redirect must be an absolute http or https URL.', '_redirect'), new InvalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'idempotency-key')]),
           },
-          '401': { description: 'No valid ingest secret or signature (and `formAccess` is `secret`).', content: errorContent([new Unauthorized('Show the ingest secret.')]) },
+          '401': { description: 'No valid ingest secret or signature (and `formAccess` is `secret`).', headers: corsHeaders(), content: errorContent([new Unauthorized('Show the ingest secret.')]) },
           '403': { description: "`origin_not_allowed`: the request's `Origin` is not in `formAllowedOrigins` (the answer carries no CORS headers).", content: errorContent([new OriginNotAllowed()]) },
-          '404': { description: 'No webhook with this public id, or an archived one.', content: errorContent([new NotFound('webhook')]) },
+          '404': { description: 'No webhook with this public id, or an archived one.', headers: corsHeaders(), content: errorContent([new NotFound('webhook')]) },
           '409': {
             description: '`idempotency_key_in_progress` (Retry-After), `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas).',
+            headers: { 'Retry-After': ref('headers', 'RetryAfter'), ...corsHeaders() },
             content: errorContent([new IdempotencyKeyInProgress(), new WebhookPaused(), fileQuota]),
           },
-          '413': { description: 'A cap passed (refused while streaming; nothing stored).', content: errorContent([new PayloadTooLarge(FORM_LIMITS.fileBytes)]) },
-          '415': { description: 'Not a form content type.', content: errorContent([new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.')]) },
-          '422': keyReused(),
-          '429': { description: '`quota_exceeded` (`ingest_rate`, `monthly_deliveries`).', headers: { 'Retry-After': ref('headers', 'RetryAfter') }, content: errorContent([new QuotaExceeded({ quota: 'ingest_rate', scope: 'project', limit: 3, current: 3, delta: 1, retryAfterSec: 1 })]) },
+          '413': { description: 'A cap passed (refused while streaming; nothing stored).', headers: corsHeaders(), content: errorContent([new PayloadTooLarge(FORM_LIMITS.fileBytes)]) },
+          '415': { description: 'Not a form content type.', headers: corsHeaders(), content: errorContent([new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.')]) },
+          '422': { ...keyReused(), headers: corsHeaders() },
+          '429': { description: '`quota_exceeded` (`ingest_rate`, `monthly_deliveries`).', headers: { 'Retry-After': ref('headers', 'RetryAfter'), ...corsHeaders() }, content: errorContent([new QuotaExceeded({ quota: 'ingest_rate', scope: 'project', limit: 3, current: 3, delta: 1, retryAfterSec: 1 })]) },
           '500': ref('responses', 'Internal'),
           '503': ref('responses', 'Unavailable'),
         },

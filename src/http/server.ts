@@ -33,16 +33,16 @@ const ROUTE_MATCHERS = REST_ROUTES.map((r) => ({
   re: new RegExp(`^/v1${r.path.replace(/:[A-Za-z]+/g, '[^/]+')}/?$`),
   label: r.operationId,
 }));
-const PREFIXES = ['/healthz', '/readyz', '/metrics', '/graphql', '/docs', '/i', '/f', '/files', '/dashboard'];
+const PREFIXES = ['/healthz', '/readyz', '/metrics', '/graphql', '/docs'];
 
 /** The `route` label: the REST operationId, else the path group (bounded cardinality: never the raw path). */
-function routeLabel(method: string, rawUrl: string): string {
+function routeLabel(method: string, rawUrl: string, prefixes: string[]): string {
   const path = rawUrl.split('?', 1)[0];
   if (path.startsWith('/v1/')) {
     const m = ROUTE_MATCHERS.find((r) => r.method === method && r.re.test(path));
     return m ? m.label : 'v1_unmatched';
   }
-  const prefix = PREFIXES.find((p) => path === p || path.startsWith(`${p}/`));
+  const prefix = prefixes.find((p) => path === p || path.startsWith(`${p}/`));
   return prefix ? prefix.slice(1) : 'other';
 }
 
@@ -51,6 +51,8 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
   const gql = createGraphQLHandler(rt, schema);
   const docs = createDocsHandler();
   const extra = Object.entries(opts.extraRoutes ?? {});
+  // The `route` label's path groups: the server's own, then the mounted routes (ingest channels, files, dashboard).
+  const prefixes = [...PREFIXES, ...extra.map(([prefix]) => prefix)];
   const metrics = createMetricsHandler(rt.config.METRICS_TOKEN);
   let draining = false;
 
@@ -58,7 +60,7 @@ export async function startHttpServer(rt: Runtime, opts: { port: number; host?: 
     if (draining) res.setHeader('connection', 'close');
     const started = process.hrtime.bigint();
     res.once('finish', () => {
-      const route = routeLabel(req.method ?? 'GET', req.url ?? '/');
+      const route = routeLabel(req.method ?? 'GET', req.url ?? '/', prefixes);
       httpRequests.inc({ route, method: req.method ?? '', status: String(res.statusCode) });
       httpDuration.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);
     });

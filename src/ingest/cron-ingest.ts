@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { WebhookPaused } from '../errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { acceptEvent, type AcceptedEvent, type Admission } from './accept-event.ts';
-import type { InboundEvent } from './inbound-event.ts';
+import type { InboundEvent, IngestChannel } from './inbound-event.ts';
 
 /** The header naming the schedule a cron event came from, in the event's (routing) headers. */
 export const SCHEDULE_ID_HEADER = 'x-schedule-id';
@@ -55,3 +55,6 @@ const admitCron: Admission = (target) => {
 export function acceptCronTick(rt: Runtime, tick: CronTick, client?: pg.PoolClient): Promise<AcceptedEvent> {
   return acceptEvent(rt, tick.publicId, cronEvent(tick), admitCron, client);
 }
+
+/** The cron channel: schedules' ticks (schedules/tick.ts calls cronEvent in its own transaction); nothing to mount. */
+export const cronChannel: IngestChannel = { name: 'cron' };

@@ -16,8 +16,8 @@ import { webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
 import { acceptEvent, countIngest, type AcceptedEvent, type Admission } from './accept-event.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
-import { INGEST_BODY_LIMIT } from './http-ingest.ts';
-import { FORM_LIMITS } from './form-ingest.ts';
+import type { IngestChannel } from './inbound-event.ts';
+import { FILE_LIMITS, INGEST_BODY_LIMIT } from './admission.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
 
 /** Email ingest's caps (CONTRACT §7 and docs/forms-and-email.md). */
@@ -35,8 +35,8 @@ export const EMAIL_LIMITS = {
   /** Attachments listed in the envelope (an attachment bomb lists the first ones only). */
   listedAttachments: 1_000,
   /** One kept attachment, and the kept attachments together (as form files). */
-  fileBytes: FORM_LIMITS.fileBytes,
-  messageFileBytes: FORM_LIMITS.postFileBytes,
+  fileBytes: FILE_LIMITS.fileBytes,
+  messageFileBytes: FILE_LIMITS.eventFileBytes,
 } as const;
 
 /** An SMTP reply with its code (smtp-server answers an Error's `responseCode`). */
@@ -491,3 +491,6 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** Email ingest: its SMTP server (startSmtpServer) is started by the API half, not mounted on HTTP. */
+export const emailChannel: IngestChannel = { name: 'email' };

@@ -13,8 +13,9 @@ import type { Runtime } from '../runtime.ts';
 import { acceptEvent, type AcceptedEvent } from './accept-event.ts';
 import { hasStandardSignature } from './authenticate-producer.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
-import { admitProducer, eventHeaders, eventQuery, INGEST_BODY_LIMIT } from './http-ingest.ts';
+import { admitProducer, eventHeaders, eventQuery, FILE_LIMITS, INGEST_BODY_LIMIT } from './admission.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
+import type { IngestChannel } from './inbound-event.ts';
 import { IDEMPOTENCY_KEY_FIELD } from './idempotency-key.ts';
 import { sha256Hex } from '../encryption.ts';
 import { FORM_PREFLIGHT_HEADERS, formCorsHeaders, originAllowed } from '../webhook-config/form-origins.ts';
@@ -22,9 +23,9 @@ import { FORM_PREFLIGHT_HEADERS, formCorsHeaders, originAllowed } from '../webho
 /** Form ingest's caps (CONTRACT §7 and docs/forms-and-email.md): all refused with 413 while streaming. */
 export const FORM_LIMITS = {
   /** One file. */
-  fileBytes: 15 * 1024 * 1024,
+  fileBytes: FILE_LIMITS.fileBytes,
   /** The files of one post together. */
-  postFileBytes: 50 * 1024 * 1024,
+  postFileBytes: FILE_LIMITS.eventFileBytes,
   /** Fields (controls included) per post. */
   fields: 1_000,
   /** Files per post. */
@@ -328,3 +329,6 @@ export function createFormIngestHandler(rt: Runtime) {
     }
   };
 }
+
+/** Form ingest, mounted at `/f`. */
+export const formChannel: IngestChannel = { name: 'form', route: { prefix: '/f', create: createFormIngestHandler } };

@@ -1,5 +1,20 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EventFiles } from '../files/service.ts';
 import type { EventContext } from '../routing/rules.ts';
+import type { Runtime } from '../runtime.ts';
+
+/**
+ * An ingest channel: one file each (`*-ingest.ts` here), listed once in channels.ts. A channel
+ * that takes HTTP requests names its route: the server mounts it at `prefix` beside /v1 and
+ * /graphql, with the handler `create` makes once per process.
+ */
+export interface IngestChannel {
+  /** The event's `channel`, as routing rules match it. */
+  name: string;
+  route?: { prefix: string; create(rt: Runtime): IngestRouteHandler };
+}
+
+export type IngestRouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 
 /**
  * What every ingest channel (HTTP, form, email, cron) turns its input into before it calls
@@ -8,7 +23,8 @@ import type { EventContext } from '../routing/rules.ts';
  * parsed.
  */
 export interface InboundEvent extends Omit<EventContext, 'channel' | 'body'> {
-  channel: 'http' | 'form' | 'email' | 'cron';
+  /** The name of the channel it came through (channels.ts: http, form, email, cron). */
+  channel: string;
   /** Credentials already removed from `headers`. The bytes as received. */
   body: Buffer;
   /**

@@ -6,6 +6,7 @@ import { getWebhook } from '../webhook-config/get-webhook.ts';
 import { transformPayload } from '../webhook-config/transform.ts';
 import { runAutomation } from '../automations/run.ts';
 import { providerEventType, type ProviderPack } from '../providers/index.ts';
+import { CHANNEL_NAMES } from '../ingest/channels.ts';
 
 type Rt = Pick<Runtime, 'db' | 'config'>;
 
@@ -20,7 +21,7 @@ export interface ProbeInput {
 }
 
 const probeSchema = z.object({
-  channel: z.enum(['http', 'form', 'email', 'cron']).nullish(),
+  channel: z.enum(CHANNEL_NAMES).nullish(),
   method: z.string().max(16).nullish(),
   path: z.string().max(2048).nullish(),
   query: z.record(z.unknown()).nullish(),
