@@ -7,6 +7,7 @@ import { gql } from '../api.ts';
 import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Json, Loading, LoadMore, Page, Section, Select, TextArea, Time, parseJsonField, slug, useAction, usePaged, useQuery } from '../ui.tsx';
 import { SETTINGS_FIELDS, WebhookControls, controlsFromForm, type WebhookSettings } from '../parts/webhook-controls.tsx';
 import { curlExample } from './webhooks.tsx';
+import { DESTINATION_TYPES } from '../destination-types.ts';
 
 interface Webhook extends WebhookSettings {
   id: string;
@@ -128,15 +129,6 @@ function Settings({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook
     </Section>
   );
 }
-
-const DEST_TYPES: [string, string][] = [
-  ['webhook', 'webhook (HTTP)'],
-  ['aws_sqs', 'AWS SQS (Pro)'],
-  ['aws_eventbridge', 'AWS EventBridge (Pro)'],
-  ['gcp_pubsub', 'GCP Pub/Sub (Pro)'],
-  ['object_storage', 'Object storage (Pro)'],
-  ['cli', 'cli (relay listen, local development)'],
-];
 
 /** How often a cli destination's listener state is asked again while the page is open. */
 const LISTENER_POLL_MS = 5_000;
@@ -260,7 +252,7 @@ function Destinations({ webhookId, destinations, onChange }: { webhookId: string
         >
           <div class="grid">
             <Field label="Name" name="name" required placeholder="archive" />
-            <Select label="Type" name="type" options={DEST_TYPES} />
+            <Select label="Type" name="type" options={DESTINATION_TYPES} />
           </div>
           <TextArea label="Config (JSON)" name="config" placeholder='{"url": "https://example.com/archive"}' hint="webhook: {url, method?, headers?}; cli: {} (delivered through relay listen); other types take their own settings and credentials." />
           <ErrorBanner error={add.error} />
