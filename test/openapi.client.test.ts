@@ -129,7 +129,9 @@ describe('end to end through the generated client', () => {
       });
       expect(ingested.response.status).toBe(202);
       expect(ingested.data).toMatchObject({ eventId: expect.stringMatching(/^evt_/), deliveryId: expect.stringMatching(/^del_/), status: 'queued' });
-      const { eventId, deliveryId } = ingested.data!;
+      // A 2xx of ingest is the accepted event, or (200) Slack's challenge on a slack-pack webhook.
+      if (!ingested.data || !('eventId' in ingested.data)) throw new Error('not an accepted event');
+      const { eventId, deliveryId } = ingested.data;
 
       const settled = async (id: string) =>
         waitFor(async () => {

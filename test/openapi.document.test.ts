@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import outboundBeforeIssue32 from './fixtures/openapi-outbound-webhooks.before-issue-32.json' with { type: 'json' };
 import { NotFound } from '../src/errors.ts';
 import { schema } from '../src/schema/index.ts';
 import { unmappedScalars } from '../src/http/openapi.ts';
@@ -205,7 +206,7 @@ describe('the OpenAPI document', () => {
 
   it('describes ingest, health, and the outbound delivery with its Standard Webhooks headers', () => {
     const ingest = doc.paths['/i/{publicId}'].post;
-    expect(Object.keys(ingest.responses).sort()).toEqual(['202', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
+    expect(Object.keys(ingest.responses).sort()).toEqual(['200', '202', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
     expect(ingest.security.map((s: any) => Object.keys(s)[0]).sort()).toEqual(['ingestBearer', 'ingestSecret', 'standardWebhooksSignature']);
     expect(ingest.parameters.map((x: any) => x.name)).toEqual(expect.arrayContaining(['x-service-deliver-at', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'Idempotency-Key']));
     // CONTRACT §12: the idempotency and browser-form answers of form ingest, and its preflight.
@@ -223,6 +224,65 @@ describe('the OpenAPI document', () => {
     const delivery = doc.webhooks.delivery.post;
     expect(delivery.parameters.filter((x: any) => x.required).map((x: any) => x.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
     expect(delivery.description).toContain("from 'standardwebhooks'");
+  });
+});
+
+describe('the producers part (issue 32, CONTRACT §12)', () => {
+  const schemaOf = (response: any) => resolve(resolve(response).content['application/json'].schema);
+  const errorCodes = (response: any) => Object.values<any>(resolve(response).content['application/json'].examples ?? {}).map((e) => e.value.error.code);
+  const paramNames = (op: any) => op.parameters.map((x: any) => resolve(x).name);
+
+  it('describes the email allowlist routes with their answers and errors', () => {
+    const list = doc.paths['/v1/webhooks/{id}/email-allowlist'];
+    expect(paramNames(list.get)).toEqual(expect.arrayContaining(['id', 'cursor', 'limit']));
+    expect(schemaOf(list.get.responses['200']).properties.items.items.$ref).toBe('#/components/schemas/EmailAllowlistEntry');
+    expect(resolve(list.post.requestBody.content['application/json'].schema)).toMatchObject({ required: ['pattern'], properties: { pattern: { type: 'string' } } });
+    expect(Object.keys(list.post.responses)).toEqual(expect.arrayContaining(['201', '400', '403', '404', '409']));
+    expect(schemaOf(list.post.responses['201']).required).toEqual(expect.arrayContaining(['id', 'pattern', 'createdAt']));
+    expect(errorCodes(list.post.responses['409'])).toContain('already_exists');
+    expect(errorCodes(list.post.responses['403'])).toContain('tier_required');
+    expect(errorCodes(list.post.responses['400'])).toContain('invalid_request');
+    const del = doc.paths['/v1/webhooks/{id}/email-allowlist/{entryId}'].delete;
+    expect(Object.keys(del.responses)).toEqual(expect.arrayContaining(['200', '403', '404']));
+    expect(Object.keys(schemaOf(del.responses['200']).properties)).toEqual(expect.arrayContaining(['id', 'deleted']));
+  });
+
+  it('describes the new webhook controls, the delivery field and its filter, and provider secret rotation', () => {
+    const controls = ['idempotencyWindowSeconds', 'formAccess', 'formAllowedOrigins'];
+    for (const name of ['Webhook', 'CreatedWebhook']) expect(Object.keys(doc.components.schemas[name].properties)).toEqual(expect.arrayContaining(controls));
+    const create = resolve(doc.paths['/v1/webhooks'].post.requestBody.content['application/json'].schema);
+    const update = resolve(doc.paths['/v1/webhooks/{id}'].patch.requestBody.content['application/json'].schema);
+    for (const body of [create, update]) expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(controls));
+    expect(doc.components.schemas.Delivery.properties.idempotencyKey.type).toEqual(['string', 'null']);
+    for (const p of ['/v1/deliveries', '/v1/webhooks/{id}/deliveries']) expect(paramNames(doc.paths[p].get), p).toContain('idempotencyKey');
+    const provider = resolve(doc.paths['/v1/webhooks/{id}/provider'].put.requestBody.content['application/json'].schema);
+    expect(provider.properties.graceSeconds.description).toMatch(/86400/);
+  });
+
+  it('describes the ingest answers: the idempotency errors with Retry-After, CORS headers on every form answer but the refusal, and Slack\'s challenge', () => {
+    const ingest = doc.paths['/i/{publicId}'].post;
+    const form = doc.paths['/f/{publicId}'];
+    for (const op of [ingest, form.post]) {
+      expect(paramNames(op)).toContain('Idempotency-Key');
+      expect(errorCodes(op.responses['409'])).toEqual(expect.arrayContaining(['idempotency_key_in_progress', 'webhook_paused']));
+      expect(op.responses['409'].headers['Retry-After']).toBeDefined();
+      expect(errorCodes(op.responses['422'])).toEqual(['idempotency_key_reused']);
+    }
+    expect(schemaOf(ingest.responses['200']).required).toEqual(['challenge']);
+    for (const [status, answer] of Object.entries<any>(form.post.responses)) {
+      if (status === '403' || status.startsWith('5')) continue;
+      expect(answer.headers?.['Access-Control-Allow-Origin'], status).toBeDefined();
+    }
+    expect(form.post.responses['403'].headers?.['Access-Control-Allow-Origin']).toBeUndefined();
+    expect(errorCodes(form.post.responses['403'])).toEqual(['origin_not_allowed']);
+    expect(Object.keys(form.options.responses['204'].headers)).toEqual(
+      expect.arrayContaining(['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age', 'Vary']),
+    );
+  });
+
+  it('leaves the outbound `webhooks` section as it was before issue 32', () => {
+    // The fixture is outboundWebhooks() of commit 64be55d (the parent of issue 32's first commit).
+    expect(doc.webhooks).toEqual(outboundBeforeIssue32);
   });
 });
 

@@ -7133,6 +7133,18 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Slack's URL verification (CONTRACT §12), on a webhook with the `slack` provider pack and a correctly signed `url_verification` body: the challenge, answered at once; nothing stored, delivered or counted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The `challenge` of the request, as sent. */
+                        challenge: string;
+                    };
+                };
+            };
             /** @description Accepted: stored and queued (or a duplicate of an accepted request: see `status`). */
             202: {
                 headers: {
@@ -7450,6 +7462,10 @@ export interface operations {
             /** @description A malformed body, a `_redirect` that is not an http(s) URL, or a malformed idempotency key. */
             400: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7459,6 +7475,10 @@ export interface operations {
             /** @description No valid ingest secret or signature (and `formAccess` is `secret`). */
             401: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7477,6 +7497,10 @@ export interface operations {
             /** @description No webhook with this public id, or an archived one. */
             404: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7486,6 +7510,11 @@ export interface operations {
             /** @description `idempotency_key_in_progress` (Retry-After), `webhook_paused`, or `quota_exceeded` (`file_storage_bytes`, and the ingest quotas). */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7495,6 +7524,10 @@ export interface operations {
             /** @description A cap passed (refused while streaming; nothing stored). */
             413: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7504,6 +7537,10 @@ export interface operations {
             /** @description Not a form content type. */
             415: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7513,6 +7550,10 @@ export interface operations {
             /** @description `idempotency_key_reused`: the key was accepted with another body within the window. */
             422: {
                 headers: {
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7523,6 +7564,10 @@ export interface operations {
             429: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
+                    /** @description The request's Origin when formAllowedOrigins lists it, `*` when `*` is listed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description `Origin` under an exact-origin list. */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
