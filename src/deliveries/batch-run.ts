@@ -4,11 +4,9 @@ import { automationRoom } from '../automations/run.ts';
 import { claimDelivery, LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
 import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin } from './claim-batch.ts';
 import { deferClaim } from './defer.ts';
-import { deliveryView } from './delivery-view.ts';
 import { Drain, Slots } from './drain.ts';
 import type { DeliveryEngine } from './engine.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, requeueAttemptJob } from './job.ts';
-import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
 import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
@@ -122,7 +120,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     return Math.min(DRAIN_MAX_IN_FLIGHT, Math.max(2 * slots.size, ahead));
   };
   /** Runs a claimed delivery (or one being claimed: a lost attempt taken over) in one of the drain's slots. */
-  const start = (claimed: ClaimedDelivery | Promise<ClaimedDelivery | null>, published: Promise<void>, leaseMs: (timeoutMs: number) => number) => {
+  const start = (claimed: ClaimedDelivery | Promise<ClaimedDelivery | null>, leaseMs: (timeoutMs: number) => number) => {
     pending++;
     const claimedAt = Date.now();
     let slot = false;
@@ -152,12 +150,11 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       if (signal?.aborted || drain.stopping || !canStart(lease, claim.webhook.timeoutMs) || !claimOutlives) {
         // Shutting down, the lease could not be renewed, or it waited too long: this one waits for another drain.
         answer();
-        await published.catch(() => {});
         await deferClaim(db, claim.row.id, claim.attempt, new Date());
         return;
       }
       sentAt = Date.now();
-      await sendTraced(engine, claim, published, answer);
+      await sendTraced(engine, claim, answer);
     })().finally(answer);
     const tracked = run.catch((err) => log.error({ err }, 'delivery attempt failed')).finally(() => runs.delete(tracked));
     runs.add(tracked);
@@ -215,13 +212,10 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         }
         engine.jobTable.noteDeleted(batch.jobsDeleted);
         timeoutMs = batch.claims[0]?.webhook.timeoutMs ?? timeoutMs;
-        for (const id of batch.lost) start(takeOver(engine, id, lease), Promise.resolve(), SINGLE_CLAIM_LEASE_MS);
+        for (const id of batch.lost) start(takeOver(engine, id, lease), SINGLE_CLAIM_LEASE_MS);
         for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);
-        // Sent while their `delivering` notifications go out; each result waits for those, so
-        // subscribers see the changes in order.
-        const published = batch.claims.length > 0 ? publishClaimed(db, batch.claims) : Promise.resolve();
-        published.catch((err) => log.warn({ err }, 'could not publish claimed deliveries'));
-        for (const claim of batch.claims) start(claim, published, BATCH_CLAIM_LEASE_MS);
+        // Their `delivering` notifications went out with the claim's commit, before any result.
+        for (const claim of batch.claims) start(claim, BATCH_CLAIM_LEASE_MS);
         exhausted = batch.claims.length < room;
         if (!exhausted && asked.length > 0) {
           // Full: named deliveries it had no room for are named again (their jobs are done).
@@ -303,15 +297,6 @@ async function requeueWaiting(db: pg.Pool, ids: string[], runAt: Date): Promise<
     text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM deliveries
             WHERE id = ANY($1::text[]) AND (status IN ('queued', 'retrying', 'scheduled') OR (status = 'delivering' AND lease_until < now()))`,
     values: [ids, ATTEMPT_TASK, runAt],
-  });
-}
-
-/** deliveryUpdated for deliveries a batch claim started (the one-at-a-time claim notifies in its own statement). */
-async function publishClaimed(db: pg.Pool, claims: ClaimedDelivery[]): Promise<void> {
-  await db.query({
-    name: 'publish_claimed',
-    text: 'SELECT pg_notify($1, n) FROM json_array_elements_text($2::json) AS n',
-    values: [NOTIFY_CHANNEL, JSON.stringify(claims.map((c) => deliveryNotification(deliveryView(c.row))))],
   });
 }
 

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
+import { deliveryNotificationSql, NOTIFY_CHANNEL } from './notify.ts';
 
 /** Most deliveries of one webhook a drain (see attemptDelivery) has in flight at once, and so claims in one statement. */
 export const DRAIN_MAX_IN_FLIGHT = 200;
@@ -109,12 +110,15 @@ WITH w AS (
     FROM due
    WHERE d.id = due.id AND d.status IN ('queued', 'retrying', 'scheduled')
   RETURNING d.*
+), published AS (
+  -- deliveryUpdated ('delivering') for every claimed delivery, sent when the claim commits: before any of their results.
+  SELECT pg_notify('${NOTIFY_CHANNEL}', ${deliveryNotificationSql('u')}) FROM upd u
 ), gone AS (
   DELETE FROM graphile_worker._private_jobs j
    WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
   RETURNING 1
 )
-SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
+SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
        w.custom_headers, w.throttle_rate_per_second, w.transform, w.batchable,
        (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) AS lost_ids,
        (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
@@ -148,7 +152,7 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, w.id AS batch_webh
   const claims: ClaimedDelivery[] = [];
   for (const d of rows) {
     if (!d.id) continue;
-    const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, batch_webhook_id: _w, webhook_status: _s, delivery_mode: _m,
+    const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, published: _pub, batch_webhook_id: _w, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
       not_due: _n, signing_secrets: _g, ...row } = d;
     claims.push({

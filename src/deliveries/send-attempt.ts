@@ -30,10 +30,10 @@ function signingSecret(sealed: string): string {
 }
 
 /** sendClaimed inside a `delivery.attempt` span when tracing is on (src/tracing.ts). */
-export function sendTraced(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>, answered?: () => void): Promise<void> {
-  if (!tracingEnabled()) return sendClaimed(engine, claim, published, answered);
+export function sendTraced(engine: DeliveryEngine, claim: ClaimedDelivery, answered?: () => void): Promise<void> {
+  if (!tracingEnabled()) return sendClaimed(engine, claim, answered);
   const attributes = { 'relay.delivery_id': claim.row.id, 'relay.event_id': claim.row.event_id, 'relay.webhook_id': claim.row.webhook_id, 'relay.attempt': claim.attempt };
-  return withSpan('delivery.attempt', attributes, () => sendClaimed(engine, claim, published, answered));
+  return withSpan('delivery.attempt', attributes, () => sendClaimed(engine, claim, answered));
 }
 
 /**
@@ -41,10 +41,9 @@ export function sendTraced(engine: DeliveryEngine, claim: ClaimedDelivery, publi
  * soon as the attempt holds no request open any more (before its result is written): a drain
  * hands the slot to its next attempt then.
  */
-async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, published?: Promise<void>, answered?: () => void): Promise<void> {
+async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, answered?: () => void): Promise<void> {
   const record = async (r: AttemptResult) => {
     answered?.();
-    await published?.catch(() => {});
     return engine.recorder.record(r);
   };
   const policy = retryPolicyOf(claim.webhook);
@@ -57,7 +56,6 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, publi
     if (built.kind === 'wait') {
       // Every Automation slot of the project is taken: the delivery goes back to waiting, as a job at runAt (this runner's slot is free meanwhile).
       answered?.();
-      await published?.catch(() => {});
       await deferClaim(engine.rt.db.relaxedPool, claim.row.id, claim.attempt, built.runAt);
       return;
     }
