@@ -106,6 +106,25 @@ describe('form CORS over HTTP', () => {
     expect(await events(wh.id)).toBe(2);
   });
 
+  it('carries the CORS headers on the idempotency and state errors too: 400, 422, 409', async () => {
+    const wh = await createWebhook(app, apiKey, { formAllowedOrigins: ['https://www.example.com'] });
+    const origin = { origin: 'https://www.example.com' };
+    const cors = (res: Response) => [res.headers.get('access-control-allow-origin'), res.headers.get('vary')];
+    const badKey = await post(wh.publicId, { _secret: wh.ingestSecret, _idempotency_key: 'é' }, origin);
+    expect(badKey.status).toBe(400);
+    expect(cors(badKey)).toEqual(['https://www.example.com', 'Origin']);
+    expect((await post(wh.publicId, { _secret: wh.ingestSecret, _idempotency_key: 'k1', name: 'Ana' }, origin)).status).toBe(202);
+    const reused = await post(wh.publicId, { _secret: wh.ingestSecret, _idempotency_key: 'k1', name: 'Bo' }, origin);
+    expect(reused.status).toBe(422);
+    expect(cors(reused)).toEqual(['https://www.example.com', 'Origin']);
+    expect((await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/pause`)).status).toBe(200);
+    const paused = await post(wh.publicId, { _secret: wh.ingestSecret, name: 'Cy' }, origin);
+    expect(paused.status).toBe(409);
+    expect((await paused.json()).error.code).toBe('webhook_paused');
+    expect(cors(paused)).toEqual(['https://www.example.com', 'Origin']);
+    expect(await events(wh.id)).toBe(1);
+  });
+
   it('public access needs no secret (the publicId is the credential), and the origin list still applies', async () => {
     const wh = await createWebhook(app, apiKey, { formAccess: 'public', formAllowedOrigins: ['https://www.example.com'] });
     expect((await post(wh.publicId, { name: 'Ana' }, { origin: 'https://www.example.com' })).status).toBe(202);
