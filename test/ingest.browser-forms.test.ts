@@ -106,7 +106,7 @@ describe('form CORS over HTTP', () => {
     expect(await events(wh.id)).toBe(2);
   });
 
-  it('carries the CORS headers on the idempotency and state errors too: 400, 422, 409', async () => {
+  it('carries the CORS headers on the idempotency and state errors too: 400, 422, 409; checks the origin before the key', async () => {
     const wh = await createWebhook(app, apiKey, { formAllowedOrigins: ['https://www.example.com'] });
     const origin = { origin: 'https://www.example.com' };
     const cors = (res: Response) => [res.headers.get('access-control-allow-origin'), res.headers.get('vary')];
@@ -117,6 +117,10 @@ describe('form CORS over HTTP', () => {
     const reused = await post(wh.publicId, { _secret: wh.ingestSecret, _idempotency_key: 'k1', name: 'Bo' }, origin);
     expect(reused.status).toBe(422);
     expect(cors(reused)).toEqual(['https://www.example.com', 'Origin']);
+    // The origin is checked before the key: a retry of k1 from an origin not listed is 403, not a duplicate.
+    const elsewhere = await post(wh.publicId, { _secret: wh.ingestSecret, _idempotency_key: 'k1', name: 'Ana' }, { origin: 'https://evil.test' });
+    expect(elsewhere.status).toBe(403);
+    expect((await elsewhere.json()).error.code).toBe('origin_not_allowed');
     expect((await app.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/pause`)).status).toBe(200);
     const paused = await post(wh.publicId, { _secret: wh.ingestSecret, name: 'Cy' }, origin);
     expect(paused.status).toBe(409);
