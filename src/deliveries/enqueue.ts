@@ -18,6 +18,57 @@ export interface NewDelivery {
   dispatch?: { body: Buffer | null; contentType: string | null; headers: unknown } | null;
 }
 
+/** The columns a new delivery is written with, each as an SQL expression; the optional ones are NULL when absent. */
+export interface DeliveryColumnsSql {
+  id: string;
+  projectId: string;
+  webhookId: string;
+  eventId: string;
+  destinationId: string;
+  destination: string;
+  status: string;
+  nextAttemptAt: string;
+  idempotencyKey?: string;
+  replayOfId?: string;
+  replayJobId?: string;
+  dispatchBody?: string;
+  dispatchContentType?: string;
+  dispatchHeaders?: string;
+}
+
+const DELIVERY_COLUMNS: [keyof DeliveryColumnsSql, string][] = [
+  ['id', 'id'],
+  ['projectId', 'project_id'],
+  ['webhookId', 'webhook_id'],
+  ['eventId', 'event_id'],
+  ['destinationId', 'destination_id'],
+  ['destination', 'destination'],
+  ['status', 'status'],
+  ['nextAttemptAt', 'next_attempt_at'],
+  ['idempotencyKey', 'idempotency_key'],
+  ['replayOfId', 'replay_of_id'],
+  ['replayJobId', 'replay_job_id'],
+  ['dispatchBody', 'dispatch_body'],
+  ['dispatchContentType', 'dispatch_content_type'],
+  ['dispatchHeaders', 'dispatch_headers'],
+];
+
+/**
+ * SQL: the one way a delivery row is written, for ingest's statement (storeEvent) and for replays
+ * (insertDelivery): CTE `name` inserting the delivery (its columns from `columns`, selected
+ * `from` a row source when given) and CTE `job` inserting its first attempt job.
+ */
+export function insertDeliveryCtes(name: string, columns: DeliveryColumnsSql, taskParam: string, from?: string): string {
+  const set = DELIVERY_COLUMNS.filter(([key]) => columns[key] !== undefined);
+  return `${name} AS (
+  INSERT INTO deliveries (${set.map(([, column]) => column).join(', ')})
+  SELECT ${set.map(([key]) => columns[key]).join(', ')}${from ? ` FROM ${from}` : ''}
+  RETURNING id, webhook_id, next_attempt_at
+), job AS (
+  ${insertAttemptJobRows(name, taskParam)}
+)`;
+}
+
 /**
  * Inserts a delivery and its first graphile-worker job on `client`, inside the caller's
  * transaction: the delivery is queued exactly when the transaction commits.
@@ -29,20 +80,33 @@ export interface NewDelivery {
  * fsync. Ingest, the hot path, writes its delivery in its own statement (storeEvent) and nudges
  * the runners after the commit (JobRunnerNudge); this one, for replays, notifies.
  */
+const INSERT_REPLAY_DELIVERY = insertDeliveryCtes(
+  'd',
+  {
+    id: '$1',
+    projectId: '$2',
+    webhookId: '$3',
+    eventId: '$4',
+    destinationId: '$5',
+    destination: '$6::jsonb',
+    status: '$7',
+    nextAttemptAt: '$8::timestamptz',
+    replayOfId: '$9::text',
+    replayJobId: '$10::text',
+    dispatchBody: '$11::bytea',
+    dispatchContentType: '$12::text',
+    dispatchHeaders: '$13::jsonb',
+  },
+  '$14',
+);
+
 export async function insertDelivery(client: pg.PoolClient | pg.Client, d: NewDelivery): Promise<{ id: string; status: 'queued' | 'scheduled' }> {
   const id = newId('del');
   const scheduled = !!d.runAt && d.runAt.getTime() > Date.now();
   const status = scheduled ? 'scheduled' : 'queued';
   await client.query({
     name: 'insert_delivery',
-    text: `WITH d AS (
-       INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at,
-                               replay_of_id, replay_job_id, dispatch_body, dispatch_content_type, dispatch_headers)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9, $10, $11, $12, $13)
-       RETURNING id, webhook_id, next_attempt_at
-     ), job AS (
-       ${insertAttemptJobRows('d', '$14')}
-     )
+    text: `WITH ${INSERT_REPLAY_DELIVERY}
      SELECT (SELECT count(*) FROM job) AS jobs, pg_notify('jobs:insert', '{"count":1}')`,
     values: [
       id,

@@ -6,7 +6,8 @@ import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/
 import type { Runtime } from '../runtime.ts';
 import { countsTowardIngestRate, type InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
-import { ATTEMPT_TASK, insertAttemptJobRows } from '../deliveries/job.ts';
+import { insertDeliveryCtes } from '../deliveries/enqueue.ts';
+import { ATTEMPT_TASK } from '../deliveries/job.ts';
 import { fileRowsCte, fileRowsValues } from '../files/service.ts';
 import { FILE_STORAGE_FITS, fileStorageCheck, fileStorageCheckCte, fileStorageCountCte, fileStorageCountValues, type FileStorageRow } from '../projects/quotas/file-storage.ts';
 
@@ -124,14 +125,23 @@ export interface IngestDelivery {
 }
 
 /** The delivery and its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
-const deliveryCtes = (p: NamedParams) => `delivery AS (
-  INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination_id, destination, status, next_attempt_at, idempotency_key)
-  SELECT ${p.$('delivery_id')}, s.project_id, s.webhook_id, s.id, ${p.$('delivery_destination_id')}, ${p.$('delivery_destination')}, ${p.$('delivery_status')},
-         ${p.$('delivery_run_at', 'timestamptz')}, ${p.$('delivery_idempotency_key', 'text')} FROM ${STORED} s
-  RETURNING id, webhook_id, next_attempt_at
-), job AS (
-  ${insertAttemptJobRows('delivery', p.$('attempt_task'))}
-)`;
+const deliveryCtes = (p: NamedParams) =>
+  insertDeliveryCtes(
+    'delivery',
+    {
+      id: p.$('delivery_id'),
+      projectId: 's.project_id',
+      webhookId: 's.webhook_id',
+      eventId: 's.id',
+      destinationId: p.$('delivery_destination_id'),
+      destination: p.$('delivery_destination'),
+      status: p.$('delivery_status'),
+      nextAttemptAt: p.$('delivery_run_at', 'timestamptz'),
+      idempotencyKey: p.$('delivery_idempotency_key', 'text'),
+    },
+    p.$('attempt_task'),
+    `${STORED} s`,
+  );
 
 interface IngestStatement {
   name: string;
