@@ -1,7 +1,7 @@
 import { log } from '../log.ts';
 import { runAutomation, type AutomationOutcome } from '../automations/run.ts';
 import { bodyForMatching } from '../routing/rules.ts';
-import { transformPayload } from '../webhook-config/transform.ts';
+import { storedTransform, transformPayload } from '../webhook-config/transform.ts';
 import type { ClaimedDelivery } from './claim.ts';
 import type { DeliveryEngine } from './engine.ts';
 import type { AttemptResult } from './record.ts';
@@ -56,11 +56,11 @@ export async function buildDispatch(engine: DeliveryEngine, claim: ClaimedDelive
   let transformed = false;
   let automation: { id: string; version: number } | undefined;
   let automationRecorded: Promise<void> | undefined;
-  const transform = claim.webhook.transform as { kind?: unknown; expression?: unknown; automationId?: unknown; version?: unknown } | null;
-  if (transform?.kind === 'jsonata' && typeof transform.expression === 'string') {
+  const transform = storedTransform(claim.webhook.transform);
+  if (transform?.kind === 'jsonata') {
     ({ body, contentType } = await transformPayload(transform, body));
     transformed = true;
-  } else if (transform?.kind === 'automation' && typeof transform.automationId === 'string' && typeof transform.version === 'number') {
+  } else if (transform?.kind === 'automation') {
     automation = { id: transform.automationId, version: transform.version };
     const started = performance.now();
     let out: AutomationOutcome;

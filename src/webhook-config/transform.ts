@@ -17,6 +17,17 @@ function compile(expression: string): jsonata.Expression {
   return jsonata(expression, LIMITS);
 }
 
+/**
+ * The stored transform, checked: what the delivery engine (deliveries/dispatch.ts) and
+ * test-delivery branch on, read the one way (null: none, or a stored value of no known shape).
+ */
+export function storedTransform(stored: unknown): Transform | null {
+  const t = stored as { kind?: unknown; expression?: unknown; automationId?: unknown; version?: unknown } | null;
+  if (t?.kind === 'jsonata' && typeof t.expression === 'string') return { kind: 'jsonata', expression: t.expression };
+  if (t?.kind === 'automation' && typeof t.automationId === 'string' && typeof t.version === 'number') return { kind: 'automation', automationId: t.automationId, version: t.version };
+  return null;
+}
+
 export function viewTransform(stored: unknown): TransformView {
   const t = stored as Transform | null;
   if (t?.kind === 'jsonata') return { kind: 'jsonata', expression: t.expression };

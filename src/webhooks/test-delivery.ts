@@ -3,7 +3,7 @@ import type { Runtime } from '../runtime.ts';
 import { bodyForMatching, matchRule, type EventContext, type RoutingRule } from '../routing/rules.ts';
 import { parseInput } from '../validation.ts';
 import { getWebhook } from '../webhook-config/get-webhook.ts';
-import { transformPayload } from '../webhook-config/transform.ts';
+import { storedTransform, transformPayload } from '../webhook-config/transform.ts';
 import { runAutomation } from '../automations/run.ts';
 import { providerEventType, type ProviderPack } from '../providers/index.ts';
 import { CHANNEL_NAMES } from '../ingest/channels.ts';
@@ -66,13 +66,13 @@ export async function testDelivery(rt: Rt, projectId: string, webhookId: string,
   let dropped = false;
   let automationRunId: string | null = null;
   const transformed = webhook.transform !== null;
-  const automation = webhook.transform as { kind?: string; automationId?: string; version?: number } | null;
-  if (automation?.kind === 'automation') {
+  const transform = storedTransform(webhook.transform);
+  if (transform?.kind === 'automation') {
     // Runs the pinned version for real (subrequests included); refusals (disabled, quotas, concurrency) are errors.
     const out = await runAutomation(rt, {
       projectId,
-      automationId: String(automation.automationId),
-      version: Number(automation.version),
+      automationId: transform.automationId,
+      version: transform.version,
       deliveryId: null,
       mode: 'test',
       event: { id: 'evt_test', receivedAt: new Date().toISOString(), ...context },
