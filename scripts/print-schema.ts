@@ -1,10 +1,12 @@
-// Prints the GraphQL schema built by Pothos to schema.graphql, and the dashboard's list of
+// Prints the GraphQL schema built by Pothos to schema.graphql (and its gql.tada introspection,
+// dashboard/src/graphql-env.d.ts, that types the dashboard's queries), and the dashboard's list of
 // destination types (from the destination packs) to dashboard/src/destination-types.ts; a test
 // fails when either is stale.
 import { writeFileSync } from 'node:fs';
 import { printSchema } from 'graphql';
 import { schema } from '../src/schema/index.ts';
 import { DESTINATION_PACKS } from '../src/destinations/packs/index.ts';
+import { DASHBOARD_GRAPHQL_ENV_PATH, dashboardGraphqlEnv } from './dashboard-graphql-env.ts';
 
 export const DASHBOARD_DESTINATION_TYPES_PATH = 'dashboard/src/destination-types.ts';
 
@@ -21,8 +23,11 @@ export function dashboardDestinationTypes(): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  writeFileSync('schema.graphql', printSchema(schema) + '\n');
+  const sdl = printSchema(schema) + '\n';
+  writeFileSync('schema.graphql', sdl);
   console.log('wrote schema.graphql');
+  writeFileSync(DASHBOARD_GRAPHQL_ENV_PATH, dashboardGraphqlEnv(sdl));
+  console.log(`wrote ${DASHBOARD_GRAPHQL_ENV_PATH}`);
   writeFileSync(DASHBOARD_DESTINATION_TYPES_PATH, dashboardDestinationTypes());
   console.log(`wrote ${DASHBOARD_DESTINATION_TYPES_PATH}`);
 }

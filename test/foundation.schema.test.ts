@@ -7,11 +7,16 @@ import { migrate } from '../src/db/migrate.ts';
 import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { diffSchemas, schemaSide } from '../scripts/schema-diff.ts';
 import { DASHBOARD_DESTINATION_TYPES_PATH, dashboardDestinationTypes } from '../scripts/print-schema.ts';
+import { DASHBOARD_GRAPHQL_ENV_PATH, dashboardGraphqlEnv } from '../scripts/dashboard-graphql-env.ts';
 import { createTestDatabase, serverUrl } from './support/database.ts';
 
 describe('schema sources agree', () => {
   it('schema.graphql is the schema Pothos builds (run `npm run schema:print`)', async () => {
     expect(await readFile('schema.graphql', 'utf8')).toBe(printSchema(schema) + '\n');
+  });
+
+  it("the dashboard's GraphQL types are schema.graphql's (run `npm run schema:print`)", async () => {
+    expect(await readFile(DASHBOARD_GRAPHQL_ENV_PATH, 'utf8')).toBe(dashboardGraphqlEnv(await readFile('schema.graphql', 'utf8')));
   });
 
   it("the dashboard's destination types are the destination packs (run `npm run schema:print`)", async () => {

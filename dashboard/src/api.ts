@@ -1,6 +1,7 @@
 // The one way the dashboard talks to the service: GraphQL over fetch (queries, mutations) and
 // graphql-ws (subscriptions), authenticated by the session cookie plus its CSRF token.
 import type { Client } from 'graphql-ws';
+import { documentText, type KnownFields, type TadaDocumentNode } from './graphql.ts';
 
 function meta(name: string): string {
   return document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? '';
@@ -28,15 +29,22 @@ interface GraphQLResponse<T> {
   errors?: { message: string; extensions?: { code?: string } & Record<string, unknown> }[];
 }
 
-/** Runs one query or mutation; throws ApiError with the contract's code and message. */
-export async function gql<T = any>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+/** The variables argument: optional when the document has no required variable. */
+type VariablesArg<V> = {} extends V ? [variables?: V] : [variables: V];
+
+/**
+ * Runs one query or mutation (a `graphql(...)` document, typed from schema.graphql); throws
+ * ApiError with the contract's code and message.
+ */
+export async function gql<T, V>(document: TadaDocumentNode<T, V> & KnownFields<T>, ...[variables]: VariablesArg<V>): Promise<T> {
+  const query = documentText(document);
   let res: Response;
   try {
     res = await fetch('/graphql', {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken },
-      body: JSON.stringify({ query, variables }),
+      body: JSON.stringify({ query, variables: variables ?? {} }),
     });
   } catch {
     throw new ApiError('The service cannot be reached. Check your connection and try again.', 'network');
@@ -75,13 +83,14 @@ function wsClient(): Promise<Client> {
 }
 
 /** Subscribes; returns the function that ends it. */
-export function subscribe<T>(query: string, variables: Record<string, unknown>, onData: (data: T) => void, onError?: (e: ApiError) => void): () => void {
+export function subscribe<T, V>(document: TadaDocumentNode<T, V> & KnownFields<T>, variables: V, onData: (data: T) => void, onError?: (e: ApiError) => void): () => void {
+  const query = documentText(document);
   let dispose: (() => void) | undefined;
   let ended = false;
   void wsClient().then((c) => {
     if (ended) return;
     dispose = c.subscribe<T>(
-      { query, variables },
+      { query, variables: variables as Record<string, unknown> },
       {
         next: (r) => {
           if (r.errors?.length) onError?.(new ApiError(r.errors[0].message, String(r.errors[0].extensions?.code ?? 'error')));

@@ -2,6 +2,7 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.ts';
+import { toJson, type Json } from './graphql.ts';
 
 export interface Query<T> {
   data: T | undefined;
@@ -308,10 +309,10 @@ export function Select({ label, name, options, hint, ...rest }: JSX.SelectHTMLAt
 }
 
 /** Parses a JSON text field; throws an ApiError naming the field when it is not JSON. */
-export function parseJsonField(text: string, field: string): unknown {
+export function parseJsonField(text: string, field: string): Json | undefined {
   if (!text.trim()) return undefined;
   try {
-    return JSON.parse(text);
+    return toJson(JSON.parse(text));
   } catch {
     throw new ApiError(`${field} must be valid JSON.`, 'invalid_request');
   }
@@ -368,4 +369,10 @@ export function formValues(form: HTMLFormElement): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of new FormData(form)) if (typeof v === 'string' && v !== '') out[k] = v;
   return out;
+}
+
+/** One text input of a form by name: its string, or undefined when empty (an optional variable left out). */
+export function formText(f: FormData, name: string): string | undefined {
+  const v = f.get(name);
+  return typeof v === 'string' && v !== '' ? v : undefined;
 }

@@ -3,10 +3,11 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { ApiError, gql } from '../api.ts';
+import { graphql, toJson } from '../graphql.ts';
 import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Select, TextArea, Time, useAction, usePaged } from '../ui.tsx';
 import { useWebhookNames } from '../parts/webhook-select.tsx';
 
-const RULE_FIELDS = 'id name webhookId enabled state lastValue lastFiredAt cooldownSeconds channels condition { type threshold windowSeconds } createdAt updatedAt';
+const RULE_FIELDS = graphql(`fragment AlertRuleFields on AlertRule @_unmask { id name webhookId enabled state lastValue lastFiredAt cooldownSeconds channels condition { type threshold windowSeconds } createdAt updatedAt }`);
 const CONDITIONS: [string, string][] = [
   ['failure_rate', 'Failure rate (fraction 0..1 over the window)'],
   ['consecutive_failures', 'Consecutive failed deliveries'],
@@ -36,8 +37,8 @@ function ruleVars(form: HTMLFormElement) {
   return {
     name: String(f.get('name') ?? '') || undefined,
     webhookId: String(f.get('webhookId') ?? '') || null,
-    condition: { type: String(f.get('type')), threshold, windowSeconds },
-    channels,
+    condition: toJson({ type: String(f.get('type')), threshold, windowSeconds }),
+    channels: toJson(channels),
     cooldownSeconds: cooldown === '' ? undefined : Math.round(Number(cooldown) * 60),
     enabled: f.get('enabled') === 'on',
   };
@@ -77,14 +78,14 @@ function RuleCard({ r, webhookName, onChange }: { r: any; webhookName: string; o
   const [editing, setEditing] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     await gql(
-      `mutation($id: ID!, $name: String, $webhookId: String, $condition: JSON, $channels: JSON, $cooldownSeconds: Int, $enabled: Boolean) { updateAlertRule(id: $id, name: $name, webhookId: $webhookId, condition: $condition, channels: $channels, cooldownSeconds: $cooldownSeconds, enabled: $enabled) { id } }`,
+      graphql(`mutation($id: ID!, $name: String, $webhookId: String, $condition: JSON, $channels: JSON, $cooldownSeconds: Int, $enabled: Boolean) { updateAlertRule(id: $id, name: $name, webhookId: $webhookId, condition: $condition, channels: $channels, cooldownSeconds: $cooldownSeconds, enabled: $enabled) { id } }`),
       { id: r.id, ...ruleVars(form) },
     );
     setEditing(false);
     onChange();
   });
   const remove = useAction(async () => {
-    await gql(`mutation($id: ID!) { deleteAlertRule(id: $id) { id } }`, { id: r.id });
+    await gql(graphql(`mutation($id: ID!) { deleteAlertRule(id: $id) { id } }`), { id: r.id });
     onChange();
   });
   return (
@@ -145,7 +146,7 @@ function History({ rules }: { rules: any[] }) {
   const go = (r: string, s: string) => navigate(`/alerts?${new URLSearchParams({ ...(r ? { ruleId: r } : {}), ...(s ? { state: s } : {}) })}`, { replace: true });
   const list = usePaged(
     (cursor) =>
-      gql(`query($cursor: String, $ruleId: String, $state: String) { alertDispatches(limit: 50, cursor: $cursor, ruleId: $ruleId, state: $state) { items { id ruleId state value channels createdAt } nextCursor } }`, {
+      gql(graphql(`query($cursor: String, $ruleId: String, $state: String) { alertDispatches(limit: 50, cursor: $cursor, ruleId: $ruleId, state: $state) { items { id ruleId state value channels createdAt } nextCursor } }`), {
         cursor,
         ruleId: ruleId || undefined,
         state: state || undefined,
@@ -223,12 +224,12 @@ function History({ rules }: { rules: any[] }) {
 
 export default function AlertsPage() {
   const hooks = useWebhookNames();
-  const rules = usePaged((cursor) => gql(`query($cursor: String) { alertRules(limit: 100, cursor: $cursor) { items { ${RULE_FIELDS} } nextCursor } }`, { cursor }).then((d) => d.alertRules), []);
+  const rules = usePaged((cursor) => gql(graphql(`query($cursor: String) { alertRules(limit: 100, cursor: $cursor) { items { ...AlertRuleFields } nextCursor } }`, [RULE_FIELDS]), { cursor }).then((d) => d.alertRules), []);
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<{ name: string; secret: string }>();
   const create = useAction(async (form: HTMLFormElement) => {
     const d = await gql(
-      `mutation($name: String, $webhookId: String, $condition: JSON, $channels: JSON, $cooldownSeconds: Int, $enabled: Boolean) { createAlertRule(name: $name, webhookId: $webhookId, condition: $condition, channels: $channels, cooldownSeconds: $cooldownSeconds, enabled: $enabled) { id name signingSecret } }`,
+      graphql(`mutation($name: String, $webhookId: String, $condition: JSON, $channels: JSON, $cooldownSeconds: Int, $enabled: Boolean) { createAlertRule(name: $name, webhookId: $webhookId, condition: $condition, channels: $channels, cooldownSeconds: $cooldownSeconds, enabled: $enabled) { id name signingSecret } }`),
       ruleVars(form),
     );
     setCreated({ name: d.createAlertRule.name, secret: d.createAlertRule.signingSecret });

@@ -1,20 +1,21 @@
 // API keys: create (the key is shown once), list, revoke.
 import { useState } from 'preact/hooks';
 import { gql, session } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export default function ApiKeysPage() {
-  const list = usePaged((cursor) => gql(`query($cursor: String) { apiKeys(limit: 50, cursor: $cursor) { items { id name prefix createdAt lastUsedAt revokedAt } nextCursor } }`, { cursor }).then((d) => d.apiKeys), []);
+  const list = usePaged((cursor) => gql(graphql(`query($cursor: String) { apiKeys(limit: 50, cursor: $cursor) { items { id name prefix createdAt lastUsedAt revokedAt } nextCursor } }`), { cursor }).then((d) => d.apiKeys), []);
   const [created, setCreated] = useState<{ key: string; name: string }>();
   const create = useAction(async (form: HTMLFormElement) => {
     const name = String(new FormData(form).get('name') ?? '') || undefined;
-    const d = await gql(`mutation($name: String) { createApiKey(name: $name) { key apiKey { name } } }`, { name });
+    const d = await gql(graphql(`mutation($name: String) { createApiKey(name: $name) { key apiKey { name } } }`), { name });
     setCreated({ key: d.createApiKey.key, name: d.createApiKey.apiKey.name });
     form.reset();
     list.reload();
   });
   const revoke = useAction(async (id: string) => {
-    await gql(`mutation($id: ID!) { revokeApiKey(id: $id) { id revokedAt } }`, { id });
+    await gql(graphql(`mutation($id: ID!) { revokeApiKey(id: $id) { id revokedAt } }`), { id });
     list.reload();
   });
   return (

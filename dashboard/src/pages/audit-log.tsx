@@ -1,6 +1,7 @@
 // The audit log (Business tier and above): who changed what, filtered by action or target.
 import { useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Empty, ErrorBanner, Field, Loading, LoadMore, Page, Time, usePaged } from '../ui.tsx';
 
 export default function AuditLogPage() {
@@ -15,7 +16,7 @@ export default function AuditLogPage() {
   };
   const list = usePaged(
     (cursor) =>
-      gql(`query($cursor: String, $action: String, $targetType: String, $targetId: String) { auditLogs(limit: 50, cursor: $cursor, action: $action, targetType: $targetType, targetId: $targetId) { items { id action actor targetType targetId data createdAt } nextCursor } }`, {
+      gql(graphql(`query($cursor: String, $action: String, $targetType: String, $targetId: String) { auditLogs(limit: 50, cursor: $cursor, action: $action, targetType: $targetType, targetId: $targetId) { items { id action actor targetType targetId data createdAt } nextCursor } }`), {
         cursor,
         action: filters.action || undefined,
         targetType: filters.targetType || undefined,

@@ -3,13 +3,14 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 function Versions({ id, current, onAdded }: { id: string; current: number; onAdded: () => void }) {
-  const versions = usePaged<any>((cursor) => gql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`, { id, cursor }).then((d) => d.automationVersions), [id, current]);
+  const versions = usePaged<any>((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationVersions), [id, current]);
   const [added, setAdded] = useState<number>();
   const add = useAction(async (form: HTMLFormElement) => {
-    const d = await gql(`mutation($id: ID!, $code: String) { createAutomationVersion(id: $id, code: $code) { version } }`, { id, code: String(new FormData(form).get('code') ?? '') || undefined });
+    const d = await gql(graphql(`mutation($id: ID!, $code: String) { createAutomationVersion(id: $id, code: $code) { version } }`), { id, code: String(new FormData(form).get('code') ?? '') || undefined });
     setAdded(d.createAutomationVersion.version);
     onAdded();
   });
@@ -64,7 +65,7 @@ function Versions({ id, current, onAdded }: { id: string; current: number; onAdd
 }
 
 function Runs({ id }: { id: string }) {
-  const runs = usePaged((cursor) => gql(`query($id: ID!, $cursor: String) { automationRuns(id: $id, limit: 20, cursor: $cursor) { items { id version status cpuMs subrequests logs logsTruncated error deliveryId createdAt } nextCursor } }`, { id, cursor }).then((d) => d.automationRuns), [id]);
+  const runs = usePaged((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationRuns(id: $id, limit: 20, cursor: $cursor) { items { id version status cpuMs subrequests logs logsTruncated error deliveryId createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationRuns), [id]);
   return (
     <Section
       title="Runs"
@@ -128,13 +129,13 @@ function Runs({ id }: { id: string }) {
 export default function AutomationPage({ params }: { params: Record<string, string | undefined> }) {
   const id = params.id!;
   const [, navigate] = useLocation();
-  const q = useQuery(() => gql(`query($id: ID!) { automation(id: $id) { id name status currentVersion createdAt updatedAt } }`, { id }).then((d) => d.automation), [id]);
+  const q = useQuery(() => gql(graphql(`query($id: ID!) { automation(id: $id) { id name status currentVersion createdAt updatedAt } }`), { id }).then((d) => d.automation), [id]);
   const update = useAction(async (vars: { name?: string; status?: string }) => {
-    const d = await gql(`mutation($id: ID!, $name: String, $status: String) { updateAutomation(id: $id, name: $name, status: $status) { id name status currentVersion createdAt updatedAt } }`, { id, ...vars });
+    const d = await gql(graphql(`mutation($id: ID!, $name: String, $status: String) { updateAutomation(id: $id, name: $name, status: $status) { id name status currentVersion createdAt updatedAt } }`), { id, ...vars });
     q.setData(() => d.updateAutomation);
   });
   const remove = useAction(async () => {
-    await gql(`mutation($id: ID!) { deleteAutomation(id: $id) { id } }`, { id });
+    await gql(graphql(`mutation($id: ID!) { deleteAutomation(id: $id) { id } }`), { id });
     navigate('/automations');
   });
   if (q.error)

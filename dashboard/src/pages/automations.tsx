@@ -3,7 +3,8 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { Badge, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
+import { graphql } from '../graphql.ts';
+import { Badge, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, useAction, usePaged, useQuery, formText } from '../ui.tsx';
 
 export const EXAMPLE_CODE = `// The event in, the payload to deliver out (null: do not deliver).
 export default async function (event, ctx) {
@@ -13,12 +14,12 @@ export default async function (event, ctx) {
 `;
 
 function EgressPolicy() {
-  const q = useQuery(() => gql(`{ egressPolicy { allowedHosts } }`).then((d) => d.egressPolicy.allowedHosts as string[]), []);
+  const q = useQuery(() => gql(graphql(`{ egressPolicy { allowedHosts } }`)).then((d) => d.egressPolicy.allowedHosts as string[]), []);
   const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     const text = String(new FormData(form).get('allowedHosts') ?? '');
     const hosts = text.split(/[\s,]+/).filter(Boolean);
-    const d = await gql(`mutation($h: [String!]) { setEgressPolicy(allowedHosts: $h) { allowedHosts } }`, { h: hosts });
+    const d = await gql(graphql(`mutation($h: [String!]) { setEgressPolicy(allowedHosts: $h) { allowedHosts } }`), { h: hosts });
     q.setData(() => d.setEgressPolicy.allowedHosts);
     setSaved(true);
   });
@@ -56,10 +57,10 @@ function EgressPolicy() {
 export default function AutomationsPage() {
   const [, navigate] = useLocation();
   const [creating, setCreating] = useState(false);
-  const list = usePaged((cursor) => gql(`query($cursor: String) { automations(limit: 50, cursor: $cursor) { items { id name status currentVersion createdAt updatedAt } nextCursor } }`, { cursor }).then((d) => d.automations), []);
+  const list = usePaged((cursor) => gql(graphql(`query($cursor: String) { automations(limit: 50, cursor: $cursor) { items { id name status currentVersion createdAt updatedAt } nextCursor } }`), { cursor }).then((d) => d.automations), []);
   const create = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
-    const d = await gql(`mutation($name: String, $code: String) { createAutomation(name: $name, code: $code) { id } }`, { name: f.get('name') || undefined, code: f.get('code') || undefined });
+    const d = await gql(graphql(`mutation($name: String, $code: String) { createAutomation(name: $name, code: $code) { id } }`), { name: formText(f, 'name'), code: formText(f, 'code') });
     navigate(`/automations/${d.createAutomation.id}`);
   });
   return (

@@ -3,28 +3,29 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql, session, subscribe } from '../api.ts';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
+import { graphql, type ResultOf, toJson, json } from '../graphql.ts';
+import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Page, Section, Time, useAction, useQuery, formText } from '../ui.tsx';
 
-const MESSAGE = 'id conversation_id message reactions attachments created_at updated_at contact { id username }';
+const MESSAGE = graphql(`fragment MessageFields on Message @_unmask { id conversation_id message reactions attachments created_at updated_at contact { id username } }`);
+/** A message with its JSON fields read as their shapes. */
+function asMessage(m: ResultOf<typeof MESSAGE>): Message {
+  return { ...m, reactions: json(m.reactions), attachments: json(m.attachments) };
+}
+
 const REACTIONS = ['like', 'love', 'laugh'];
 
-interface Message {
-  id: string;
-  conversation_id: string;
-  message: string;
+/** A message as the fragment reads it, with the shapes of its two JSON fields. */
+type Message = Omit<ResultOf<typeof MESSAGE>, 'reactions' | 'attachments'> & {
   reactions: Record<string, string[]>[];
   attachments: { url: string; name?: string }[];
-  created_at: number;
-  updated_at: number | null;
-  contact: { id: string; username: string };
-}
+};
 
 function Contacts({ current, version }: { current?: string; version: number }) {
   const [pages, setPages] = useState<string[]>([]);
-  const q = useQuery(() => gql(`query($after: ID) { contacts(limit: 100, starting_after: $after) { data { id username display_name phone_number last_active_at conversation_id } has_more } }`, { after: pages.at(-1) }), [pages.length, version]);
+  const q = useQuery(() => gql(graphql(`query($after: ID) { contacts(limit: 100, starting_after: $after) { data { id username display_name phone_number last_active_at conversation_id } has_more } }`), { after: pages.at(-1) }), [pages.length, version]);
   const create = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
-    await gql(`mutation($u: String!, $p: String!, $d: String) { createContact(username: $u, phone_number: $p, display_name: $d) { id } }`, { u: f.get('username'), p: f.get('phone_number'), d: f.get('display_name') || undefined });
+    await gql(graphql(`mutation($u: String!, $p: String!, $d: String) { createContact(username: $u, phone_number: $p, display_name: $d) { id } }`), { u: formText(f, 'username') ?? '', p: formText(f, 'phone_number') ?? '', d: formText(f, 'display_name') });
     form.reset();
     q.reload();
   });
@@ -80,9 +81,9 @@ function Contacts({ current, version }: { current?: string; version: number }) {
 
 function Conversation({ contactId, onContactsChanged }: { contactId: string; onContactsChanged: () => void }) {
   const q = useQuery(async () => {
-    const { contact } = await gql(`query($id: ID!) { contact(id: $id) { id username display_name conversation_id } }`, { id: contactId });
-    const { messages } = await gql(`query($c: ID!) { messages(conversation_id: $c, limit: 100) { data { ${MESSAGE} } has_more } }`, { c: contact.conversation_id });
-    return { contact, messages: (messages.data as Message[]).slice().reverse(), hasMore: messages.has_more as boolean };
+    const { contact } = await gql(graphql(`query($id: ID!) { contact(id: $id) { id username display_name conversation_id } }`), { id: contactId });
+    const { messages } = await gql(graphql(`query($c: ID!) { messages(conversation_id: $c, limit: 100) { data { ...MessageFields } has_more } }`, [MESSAGE]), { c: contact.conversation_id });
+    return { contact, messages: messages.data.map(asMessage).reverse(), hasMore: messages.has_more };
   }, [contactId]);
   const conversationId: string | undefined = q.data?.contact.conversation_id;
   const [live, setLive] = useState(false);
@@ -94,8 +95,8 @@ function Conversation({ contactId, onContactsChanged }: { contactId: string; onC
       q.setData((d) => (d ? { ...d, messages: d.messages.some((x) => x.id === m.id) ? d.messages.map((x) => (x.id === m.id ? m : x)) : [...d.messages, m] } : d));
     };
     setLive(true);
-    const stopCreated = subscribe<{ messageCreated: Message | null }>(`subscription($c: ID) { messageCreated(conversationId: $c) { ${MESSAGE} } }`, { c: conversationId }, (d) => upsert(d.messageCreated));
-    const stopUpdated = subscribe<{ messageUpdated: Message | null }>(`subscription($c: ID) { messageUpdated(conversationId: $c) { ${MESSAGE} } }`, { c: conversationId }, (d) => upsert(d.messageUpdated));
+    const stopCreated = subscribe(graphql(`subscription($c: ID) { messageCreated(conversationId: $c) { ...MessageFields } }`, [MESSAGE]), { c: conversationId }, (d) => upsert(d.messageCreated && asMessage(d.messageCreated)));
+    const stopUpdated = subscribe(graphql(`subscription($c: ID) { messageUpdated(conversationId: $c) { ...MessageFields } }`, [MESSAGE]), { c: conversationId }, (d) => upsert(d.messageUpdated && asMessage(d.messageUpdated)));
     return () => {
       stopCreated();
       stopUpdated();
@@ -106,26 +107,26 @@ function Conversation({ contactId, onContactsChanged }: { contactId: string; onC
   const send = useAction(async (form: HTMLFormElement) => {
     const text = String(new FormData(form).get('message') ?? '').trim();
     if (!text) return;
-    await gql(`mutation($c: ID!, $m: String!) { sendMessage(conversation_id: $c, message: $m) { id } }`, { c: conversationId, m: text });
+    await gql(graphql(`mutation($c: ID!, $m: String!) { sendMessage(conversation_id: $c, message: $m) { id } }`), { c: conversationId!, m: text });
     form.reset();
   });
   const react = useAction(async (id: string, reaction: string) => {
-    await gql(`mutation($id: ID!, $r: JSON) { updateMessage(id: $id, reactions: $r) { id } }`, { id, r: { [reaction]: [session.email] } });
+    await gql(graphql(`mutation($id: ID!, $r: JSON) { updateMessage(id: $id, reactions: $r) { id } }`), { id, r: toJson({ [reaction]: [session.email] }) });
   });
   const [, navigate] = useLocation();
   const rename = useAction(async (form: HTMLFormElement) => {
     const name = String(new FormData(form).get('display_name') ?? '').trim();
-    const d = await gql(`mutation($id: ID!, $d: String) { updateContact(id: $id, display_name: $d) { id username display_name conversation_id } }`, { id: contactId, d: name || null });
+    const d = await gql(graphql(`mutation($id: ID!, $d: String) { updateContact(id: $id, display_name: $d) { id username display_name conversation_id } }`), { id: contactId, d: name || null });
     q.setData((prev) => (prev ? { ...prev, contact: d.updateContact } : prev));
     onContactsChanged();
   });
   const removeContact = useAction(async () => {
-    await gql(`mutation($id: ID!) { deleteContact(id: $id) { id } }`, { id: contactId });
+    await gql(graphql(`mutation($id: ID!) { deleteContact(id: $id) { id } }`), { id: contactId });
     onContactsChanged();
     navigate('/conversations');
   });
   const removeMessage = useAction(async (id: string) => {
-    await gql(`mutation($id: ID!) { deleteMessage(id: $id) { id } }`, { id });
+    await gql(graphql(`mutation($id: ID!) { deleteMessage(id: $id) { id } }`), { id });
     q.setData((prev) => (prev ? { ...prev, messages: prev.messages.filter((m) => m.id !== id) } : prev));
   });
   if (q.error) return <ErrorBanner error={q.error} />;

@@ -2,11 +2,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql, session, subscribe } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, Time, useAction, usePaged } from '../ui.tsx';
+import { graphql } from '../graphql.ts';
+import { ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
+import { DELIVERY_FIELDS, DeliveryTable, upsertDelivery } from '../parts/deliveries.tsx';
 import type { ApiError } from '../api.ts';
 
-export const DELIVERY_FIELDS = 'id status webhookId eventId attempts createdAt completedAt nextAttemptAt replayOf destination lastAttempt { statusCode durationMs error }';
 const STATUSES = ['queued', 'scheduled', 'delivering', 'retrying', 'succeeded', 'failed', 'cancelled'];
 
 /** A datetime-local value (the browser's time zone) as ISO 8601; undefined when empty. */
@@ -14,20 +15,6 @@ export function isoOf(local: string): string | undefined {
   if (!local) return undefined;
   const d = new Date(local);
   return Number.isNaN(d.getTime()) ? local : d.toISOString();
-}
-
-export interface Delivery {
-  id: string;
-  status: string;
-  webhookId: string;
-  eventId: string;
-  attempts: number;
-  createdAt: string;
-  completedAt: string | null;
-  nextAttemptAt: string | null;
-  replayOf: string | null;
-  destination: any;
-  lastAttempt: { statusCode: number | null; durationMs: number | null; error: string | null } | null;
 }
 
 export default function DeliveriesPage() {
@@ -44,11 +31,11 @@ export default function DeliveriesPage() {
   const list = usePaged(
     (cursor) =>
       gql(
-        `query($cursor: String, $webhookId: String, $status: String, $eventId: String, $from: String, $to: String) {
-          deliveries(limit: 50, cursor: $cursor, webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { items { ${DELIVERY_FIELDS} } nextCursor }
-        }`,
+        graphql(`query($cursor: String, $webhookId: String, $status: String, $eventId: String, $from: String, $to: String) {
+          deliveries(limit: 50, cursor: $cursor, webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { items { ...DeliveryFields } nextCursor }
+        }`, [DELIVERY_FIELDS]),
         { cursor, webhookId: filters.webhookId || undefined, status: filters.status || undefined, eventId: filters.eventId || undefined, from: isoOf(filters.from), to: isoOf(filters.to) },
-      ).then((d) => d.deliveries as { items: Delivery[]; nextCursor: string | null }),
+      ).then((d) => d.deliveries),
     [key],
   );
   const [live, setLive] = useState(false);
@@ -56,22 +43,14 @@ export default function DeliveriesPage() {
   const [fresh, setFresh] = useState<Set<string>>(new Set());
   useEffect(() => {
     setLive(true);
-    const stop = subscribe<{ deliveryUpdated: Delivery }>(
-      `subscription($webhookId: ID) { deliveryUpdated(webhookId: $webhookId) { ${DELIVERY_FIELDS} } }`,
+    const stop = subscribe(
+      graphql(`subscription($webhookId: ID) { deliveryUpdated(webhookId: $webhookId) { ...DeliveryFields } }`, [DELIVERY_FIELDS]),
       { webhookId: filters.webhookId || undefined },
       ({ deliveryUpdated: d }) => {
         setLiveError(undefined);
         if (filters.eventId && d.eventId !== filters.eventId) return;
         if (filters.from || filters.to) return; // a time window: the page shows a fixed period
-        list.setItems((items) => {
-          const i = items.findIndex((x) => x.id === d.id);
-          if (i >= 0) {
-            if (filters.status && d.status !== filters.status) return items.filter((x) => x.id !== d.id);
-            return items.map((x) => (x.id === d.id ? d : x));
-          }
-          if (filters.status && d.status !== filters.status) return items;
-          return [d, ...items];
-        });
+        list.setItems((items) => upsertDelivery(items, d, filters.status || undefined));
         setFresh((s) => new Set(s).add(d.id));
       },
       (e) => setLiveError(e),
@@ -83,7 +62,7 @@ export default function DeliveriesPage() {
   }, [key]);
   const [notice, setNotice] = useState<string>();
   const bulk = useAction(async () => {
-    const d = await gql(`mutation($webhookId: String, $status: String, $eventId: String, $from: String, $to: String) { createReplayJob(webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { id status total } }`, {
+    const d = await gql(graphql(`mutation($webhookId: String, $status: String, $eventId: String, $from: String, $to: String) { createReplayJob(webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { id status total } }`), {
       webhookId: filters.webhookId || undefined,
       status: filters.status || undefined,
       eventId: filters.eventId || undefined,
@@ -134,45 +113,5 @@ export default function DeliveriesPage() {
       {list.items.length ? <DeliveryTable items={list.items} fresh={fresh} /> : null}
       <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
     </Page>
-  );
-}
-
-export function DeliveryTable({ items, fresh }: { items: Delivery[]; fresh?: Set<string> }) {
-  return (
-    <div class="table-wrap">
-      <table aria-label="Deliveries">
-        <thead>
-          <tr>
-            <th scope="col">Delivery</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Last answer</th>
-            <th scope="col">Event</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((d) => (
-            <tr key={`${d.id}-${d.status}-${d.attempts}`} class={fresh?.has(d.id) ? 'fresh' : ''} data-delivery-id={d.id}>
-              <td>
-                <Link href={`/deliveries/${d.id}`}>{d.id}</Link>
-                {d.replayOf ? <div class="muted">replay of {d.replayOf}</div> : null}
-              </td>
-              <td>
-                <Badge value={d.status} />
-              </td>
-              <td>{d.attempts}</td>
-              <td>{d.lastAttempt ? (d.lastAttempt.statusCode ?? d.lastAttempt.error ?? '—') : '—'}</td>
-              <td>
-                <code>{d.eventId}</code>
-              </td>
-              <td>
-                <Time value={d.createdAt} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
   );
 }

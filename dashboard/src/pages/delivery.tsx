@@ -2,8 +2,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { gql, subscribe } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Badge, ConfirmButton, ErrorBanner, Json, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
-import { DELIVERY_FIELDS, type Delivery } from './deliveries.tsx';
+import { DELIVERY_FIELDS, type Delivery } from '../parts/deliveries.tsx';
 import { EventFiles } from '../parts/event-files.tsx';
 
 export default function DeliveryPage({ params }: { params: Record<string, string | undefined> }) {
@@ -11,18 +12,18 @@ export default function DeliveryPage({ params }: { params: Record<string, string
   const q = useQuery(
     () =>
       gql(
-        `query($id: ID!) {
-          delivery(id: $id) { ${DELIVERY_FIELDS} }
+        graphql(`query($id: ID!) {
+          delivery(id: $id) { ...DeliveryFields }
           deliveryAttempts(id: $id, limit: 100) { items { id number outcome statusCode durationMs error responseSnippet startedAt } }
           deliveryReplayJobs(id: $id, limit: 20) { items { id kind status created total createdAt completedAt } }
-        }`,
+        }`, [DELIVERY_FIELDS]),
         { id },
       ),
     [id],
   );
   const [replayed, setReplayed] = useState<any>();
   const replay = useAction(async () => {
-    const d = await gql(`mutation($id: ID!) { replayDelivery(id: $id) { id status created total } }`, { id });
+    const d = await gql(graphql(`mutation($id: ID!) { replayDelivery(id: $id) { id status created total } }`), { id });
     setReplayed(d.replayDelivery);
     q.reload();
   });
@@ -30,7 +31,7 @@ export default function DeliveryPage({ params }: { params: Record<string, string
   useEffect(() => {
     if (!webhookId) return;
     // This delivery's new attempts and states, as they happen.
-    return subscribe<{ deliveryUpdated: Delivery }>(`subscription($w: ID) { deliveryUpdated(webhookId: $w) { id status } }`, { w: webhookId }, ({ deliveryUpdated }) => {
+    return subscribe(graphql(`subscription($w: ID) { deliveryUpdated(webhookId: $w) { id status } }`), { w: webhookId }, ({ deliveryUpdated }) => {
       if (deliveryUpdated.id === id) q.reload();
     });
   }, [webhookId, id]);

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
 import { isoOf } from './deliveries.tsx';
@@ -23,21 +24,21 @@ export default function DlqPage() {
   const list = usePaged(
     (cursor) =>
       gql(
-        `query($cursor: String, $webhookId: String, $state: String, $from: String, $to: String) {
+        graphql(`query($cursor: String, $webhookId: String, $state: String, $from: String, $to: String) {
           dlq(limit: 50, cursor: $cursor, webhookId: $webhookId, state: $state, from: $from, to: $to) { items { id deliveryId webhookId reason createdAt redrivenAt redriveDeliveryId } nextCursor }
-        }`,
+        }`),
         { cursor, ...vars },
       ).then((d) => d.dlq),
     [key],
   );
   const [notice, setNotice] = useState<string>();
   const redrive = useAction(async (entryId: string) => {
-    const d = await gql(`mutation($id: ID!) { redriveDlqEntry(id: $id) { id status } }`, { id: entryId });
+    const d = await gql(graphql(`mutation($id: ID!) { redriveDlqEntry(id: $id) { id status } }`), { id: entryId });
     setNotice(`Re-drive queued (job ${d.redriveDlqEntry.id}).`);
     list.reload();
   });
   const bulk = useAction(async () => {
-    const d = await gql(`mutation($webhookId: String, $from: String, $to: String) { redriveDlq(webhookId: $webhookId, from: $from, to: $to) { id status total } }`, {
+    const d = await gql(graphql(`mutation($webhookId: String, $from: String, $to: String) { redriveDlq(webhookId: $webhookId, from: $from, to: $to) { id status total } }`), {
       webhookId: vars.webhookId,
       from: vars.from,
       to: vars.to,
@@ -50,11 +51,11 @@ export default function DlqPage() {
     let cursor: string | null = null;
     for (let page = 0; page < EXPORT_PAGE_CAP; page++) {
       const d: any = await gql(
-        `query($cursor: String, $webhookId: String, $state: String, $from: String, $to: String) {
+        graphql(`query($cursor: String, $webhookId: String, $state: String, $from: String, $to: String) {
           dlqExport(limit: 20, cursor: $cursor, webhookId: $webhookId, state: $state, from: $from, to: $to) {
             items { id deliveryId webhookId eventId reason attempts createdAt redrivenAt contentType payloadBase64 lastAttempt { statusCode durationMs error } } nextCursor
           }
-        }`,
+        }`),
         { cursor, ...vars },
       );
       rows.push(...d.dlqExport.items);

@@ -2,10 +2,11 @@
 // batches. Create (the signing secret shown once), edit, enable/disable, rotate the secret, delete.
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export const DRAIN_EVENTS = ['delivery.succeeded', 'delivery.failed', 'delivery.retrying', 'attempt.finished', 'dlq.added', 'webhook.changed'];
-const FIELDS = 'id name url events enabled lastSentAt lastError droppedCount createdAt updatedAt';
+const FIELDS = graphql(`fragment DrainFields on EventDrain @_unmask { id name url events enabled lastSentAt lastError droppedCount createdAt updatedAt }`);
 
 function drainVars(form: HTMLFormElement) {
   const f = new FormData(form);
@@ -54,20 +55,20 @@ function DrainCard({ d, onChange }: { d: any; onChange: () => void }) {
   const [editing, setEditing] = useState(false);
   const [secret, setSecret] = useState<string>();
   const save = useAction(async (form: HTMLFormElement) => {
-    await gql(`mutation($id: ID!, $name: String, $url: String, $events: [String!], $enabled: Boolean) { updateDrain(id: $id, name: $name, url: $url, events: $events, enabled: $enabled) { id } }`, { id: d.id, ...drainVars(form) });
+    await gql(graphql(`mutation($id: ID!, $name: String, $url: String, $events: [String!], $enabled: Boolean) { updateDrain(id: $id, name: $name, url: $url, events: $events, enabled: $enabled) { id } }`), { id: d.id, ...drainVars(form) });
     setEditing(false);
     onChange();
   });
   const toggle = useAction(async () => {
-    await gql(`mutation($id: ID!, $enabled: Boolean) { updateDrain(id: $id, enabled: $enabled) { id } }`, { id: d.id, enabled: !d.enabled });
+    await gql(graphql(`mutation($id: ID!, $enabled: Boolean) { updateDrain(id: $id, enabled: $enabled) { id } }`), { id: d.id, enabled: !d.enabled });
     onChange();
   });
   const rotate = useAction(async () => {
-    const r = await gql(`mutation($id: ID!) { rotateDrainSecret(id: $id) { signingSecret } }`, { id: d.id });
+    const r = await gql(graphql(`mutation($id: ID!) { rotateDrainSecret(id: $id) { signingSecret } }`), { id: d.id });
     setSecret(r.rotateDrainSecret.signingSecret);
   });
   const remove = useAction(async () => {
-    await gql(`mutation($id: ID!) { deleteDrain(id: $id) { id } }`, { id: d.id });
+    await gql(graphql(`mutation($id: ID!) { deleteDrain(id: $id) { id } }`), { id: d.id });
     onChange();
   });
   return (
@@ -127,10 +128,10 @@ function DrainCard({ d, onChange }: { d: any; onChange: () => void }) {
 }
 
 export default function DrainsPage() {
-  const list = usePaged((cursor) => gql(`query($cursor: String) { drains(limit: 50, cursor: $cursor) { items { ${FIELDS} } nextCursor } }`, { cursor }).then((d) => d.drains), []);
+  const list = usePaged((cursor) => gql(graphql(`query($cursor: String) { drains(limit: 50, cursor: $cursor) { items { ...DrainFields } nextCursor } }`, [FIELDS]), { cursor }).then((d) => d.drains), []);
   const [created, setCreated] = useState<{ name: string; secret: string }>();
   const create = useAction(async (form: HTMLFormElement) => {
-    const d = await gql(`mutation($name: String, $url: String, $events: [String!], $enabled: Boolean) { createDrain(name: $name, url: $url, events: $events, enabled: $enabled) { id name signingSecret } }`, drainVars(form));
+    const d = await gql(graphql(`mutation($name: String, $url: String, $events: [String!], $enabled: Boolean) { createDrain(name: $name, url: $url, events: $events, enabled: $enabled) { id name signingSecret } }`), drainVars(form));
     setCreated({ name: d.createDrain.name || d.createDrain.id, secret: d.createDrain.signingSecret });
     form.reset();
     list.reload();

@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql, subscribe, type ApiError } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Empty, ErrorBanner, Loading, Page, Section, useQuery } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 import { BarChart, Legend, LineChart } from '../parts/chart.tsx';
@@ -37,10 +38,10 @@ export default function MetricsPage() {
     () =>
       webhookId
         ? gql(
-            `query($id: ID!, $window: String) { webhook(id: $id) { id name
+            graphql(`query($id: ID!, $window: String) { webhook(id: $id) { id name
               metrics(window: $window) { window bucketSeconds from to successRate statusCodes totals { ingested attempts succeeded failed retries } latencyMs { p50 p95 p99 } series { t ingested attempts succeeded failed } }
               backlog(window: $window) { depth dlqDepth oldestPendingAt byStatus { queued scheduled delivering retrying } series { t depth } }
-            } }`,
+            } }`),
             { id: webhookId, window },
           ).then((d) => d.webhook)
         : Promise.resolve(undefined),
@@ -54,7 +55,7 @@ export default function MetricsPage() {
     // Live: as the webhook's deliveries change, the figures are read again (at most every 3 s).
     let timer: ReturnType<typeof setTimeout> | undefined;
     const stop = subscribe(
-      `subscription($w: ID) { deliveryUpdated(webhookId: $w) { id } }`,
+      graphql(`subscription($w: ID) { deliveryUpdated(webhookId: $w) { id } }`),
       { w: webhookId },
       () => {
         setLiveError(undefined);
@@ -85,7 +86,7 @@ export default function MetricsPage() {
   const w = q.data;
   const m = w?.metrics;
   const b = w?.backlog;
-  const codes: Record<string, number> = m?.statusCodes ?? {};
+  const codes = (m?.statusCodes ?? {}) as Record<string, number>;
   const codeTotal = CLASSES.reduce((s, c) => s + (codes[c] ?? 0), 0);
   return (
     <Page

@@ -1,10 +1,11 @@
 // Provider packs: which providers' own signatures ingest can verify (set per webhook on its page).
 import { Link } from 'wouter-preact';
 import { gql } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { ErrorBanner, Loading, Page, useQuery } from '../ui.tsx';
 
 export default function ProvidersPage() {
-  const q = useQuery(() => gql(`{ providers { items { id name scheme header secretDescription toleranceSeconds eventType deliveryId } } }`).then((d) => d.providers.items as any[]), []);
+  const q = useQuery(() => gql(graphql(`{ providers { items { id name scheme header secretDescription toleranceSeconds eventType deliveryId } } }`)).then((d) => d.providers.items as any[]), []);
   return (
     <Page title="Provider packs">
       <p>

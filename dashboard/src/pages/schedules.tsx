@@ -2,18 +2,19 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, parseJsonField, useAction, usePaged } from '../ui.tsx';
+import { graphql } from '../graphql.ts';
+import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, parseJsonField, useAction, usePaged, formText } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 
-const FIELDS = 'id name cron timezone enabled payload headers contentType nextRunAt lastRunAt lastStatus lastEventId skippedCount updatedAt';
+const FIELDS = graphql(`fragment ScheduleFields on Schedule @_unmask { id name cron timezone enabled payload headers contentType nextRunAt lastRunAt lastStatus lastEventId skippedCount updatedAt }`);
 
 function scheduleVars(form: HTMLFormElement) {
   const f = new FormData(form);
   return {
-    name: f.get('name') || undefined,
-    cron: f.get('cron') || undefined,
-    timezone: f.get('timezone') || undefined,
-    contentType: f.get('contentType') || undefined,
+    name: formText(f, 'name'),
+    cron: formText(f, 'cron'),
+    timezone: formText(f, 'timezone'),
+    contentType: formText(f, 'contentType'),
     payload: parseJsonField(String(f.get('payload') ?? ''), 'Payload'),
     headers: parseJsonField(String(f.get('headers') ?? ''), 'Headers'),
     enabled: f.get('enabled') === 'on',
@@ -43,21 +44,21 @@ function ScheduleCard({ webhookId, s, onChange }: { webhookId: string; s: any; o
   const [note, setNote] = useState<string>();
   const save = useAction(async (form: HTMLFormElement) => {
     await gql(
-      `mutation($id: ID!, $scheduleId: ID!, $name: String, $cron: String, $timezone: String, $contentType: String, $payload: JSON, $headers: JSON, $enabled: Boolean) {
+      graphql(`mutation($id: ID!, $scheduleId: ID!, $name: String, $cron: String, $timezone: String, $contentType: String, $payload: JSON, $headers: JSON, $enabled: Boolean) {
         updateSchedule(id: $id, scheduleId: $scheduleId, name: $name, cron: $cron, timezone: $timezone, contentType: $contentType, payload: $payload, headers: $headers, enabled: $enabled) { id }
-      }`,
+      }`),
       { id: webhookId, scheduleId: s.id, ...scheduleVars(form) },
     );
     setEditing(false);
     onChange();
   });
   const trigger = useAction(async () => {
-    const d = await gql(`mutation($id: ID!, $scheduleId: ID!) { triggerSchedule(id: $id, scheduleId: $scheduleId) { eventId deliveryId status } }`, { id: webhookId, scheduleId: s.id });
+    const d = await gql(graphql(`mutation($id: ID!, $scheduleId: ID!) { triggerSchedule(id: $id, scheduleId: $scheduleId) { eventId deliveryId status } }`), { id: webhookId, scheduleId: s.id });
     setNote(`Fired: event ${d.triggerSchedule.eventId} (${d.triggerSchedule.status}).`);
     onChange();
   });
   const remove = useAction(async () => {
-    await gql(`mutation($id: ID!, $scheduleId: ID!) { deleteSchedule(id: $id, scheduleId: $scheduleId) { id } }`, { id: webhookId, scheduleId: s.id });
+    await gql(graphql(`mutation($id: ID!, $scheduleId: ID!) { deleteSchedule(id: $id, scheduleId: $scheduleId) { id } }`), { id: webhookId, scheduleId: s.id });
     onChange();
   });
   return (
@@ -120,14 +121,14 @@ export default function SchedulesPage() {
   const search = new URLSearchParams(useSearch());
   const webhookId = search.get('webhookId') ?? hooks.data?.[0]?.id ?? '';
   const list = usePaged(
-    (cursor) => (webhookId ? gql(`query($id: ID!, $cursor: String) { webhookSchedules(id: $id, limit: 50, cursor: $cursor) { items { ${FIELDS} } nextCursor } }`, { id: webhookId, cursor }).then((d) => d.webhookSchedules) : Promise.resolve({ items: [], nextCursor: null })),
+    (cursor) => (webhookId ? gql(graphql(`query($id: ID!, $cursor: String) { webhookSchedules(id: $id, limit: 50, cursor: $cursor) { items { ...ScheduleFields } nextCursor } }`, [FIELDS]), { id: webhookId, cursor }).then((d) => d.webhookSchedules) : Promise.resolve({ items: [], nextCursor: null })),
     [webhookId],
   );
   const create = useAction(async (form: HTMLFormElement) => {
     await gql(
-      `mutation($id: ID!, $name: String, $cron: String, $timezone: String, $contentType: String, $payload: JSON, $headers: JSON, $enabled: Boolean) {
+      graphql(`mutation($id: ID!, $name: String, $cron: String, $timezone: String, $contentType: String, $payload: JSON, $headers: JSON, $enabled: Boolean) {
         createSchedule(id: $id, name: $name, cron: $cron, timezone: $timezone, contentType: $contentType, payload: $payload, headers: $headers, enabled: $enabled) { id }
-      }`,
+      }`),
       { id: webhookId, ...scheduleVars(form) },
     );
     form.reset();

@@ -1,7 +1,8 @@
 // Usage against quotas: the project's tier, limits, this month's usage and the last 30 days.
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import { ErrorBanner, Field, Loading, Page, Section, useAction, useQuery } from '../ui.tsx';
+import { graphql } from '../graphql.ts';
+import { ErrorBanner, Field, Loading, Page, Section, useAction, useQuery, formText } from '../ui.tsx';
 
 const GAUGES = ['monthly_deliveries', 'backlog_depth', 'stored_payload_bytes', 'file_storage_bytes', 'replay_volume'] as const;
 const LIMITS = ['ingest_rate', 'payload_retention_seconds', 'history_retention_seconds'] as const;
@@ -19,19 +20,19 @@ export default function UsagePage() {
   });
   const q = useQuery(
     () =>
-      gql(`query($from: String!, $to: String!) {
-        project { id name tier overageEnabled quotas { ${[...GAUGES, ...LIMITS].join(' ')} } usage { month ${GAUGES.join(' ')} } }
+      gql(graphql(`query($from: String!, $to: String!) {
+        project { id name tier overageEnabled quotas { monthly_deliveries backlog_depth stored_payload_bytes file_storage_bytes replay_volume ingest_rate payload_retention_seconds history_retention_seconds } usage { month monthly_deliveries backlog_depth stored_payload_bytes file_storage_bytes replay_volume } }
         usage(from: $from, to: $to) { totals { deliveries replays } days { date deliveries replays } }
-      }`, range),
+      }`), range),
     [],
   );
   const save = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
-    const d = await gql(`mutation($name: String, $overage: Boolean) { updateProject(name: $name, overageEnabled: $overage) { id name tier overageEnabled } }`, {
-      name: f.get('name') || undefined,
+    const d = await gql(graphql(`mutation($name: String, $overage: Boolean) { updateProject(name: $name, overageEnabled: $overage) { id name tier overageEnabled } }`), {
+      name: formText(f, 'name'),
       overage: f.get('overage') === 'on',
     });
-    q.setData((prev: any) => ({ ...prev, project: { ...prev.project, ...d.updateProject } }));
+    q.setData((prev) => prev && { ...prev, project: { ...prev.project, ...d.updateProject } });
   });
   if (q.error) return <Page title="Usage & quotas"><ErrorBanner error={q.error} /></Page>;
   if (!q.data) return <Loading />;

@@ -2,11 +2,12 @@
 import { useState } from 'preact/hooks';
 import { Link, useSearch } from 'wouter-preact';
 import { gql, session } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Badge, Copyable, Empty, ErrorBanner, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookControls, controlsFromForm } from '../parts/webhook-controls.tsx';
 import { Sparkline, useActivity } from '../parts/activity.tsx';
 
-const FIELDS = 'id name status publicId ingestUrl deliveryMode createdAt';
+const FIELDS = graphql(`fragment WebhookListFields on Webhook @_unmask { id name status publicId ingestUrl deliveryMode createdAt }`);
 const STATUSES = ['all', 'active', 'paused', 'archived'] as const;
 
 export interface CreatedWebhook {
@@ -24,10 +25,10 @@ export function curlExample(ingestUrl: string, secret = '<ingest secret>') {
 function CreateWebhook({ onCreated }: { onCreated: (w: CreatedWebhook) => void }) {
   const create = useAction(async (form: HTMLFormElement) => {
     const vars = controlsFromForm(form);
-    const data = await gql<{ createWebhook: CreatedWebhook }>(
-      `mutation Create($name: String, $url: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
+    const data = await gql(
+      graphql(`mutation Create($name: String, $url: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
         createWebhook(name: $name, url: $url, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { id name ingestUrl ingestSecret signingSecret }
-      }`,
+      }`),
       vars,
     );
     onCreated(data.createWebhook);
@@ -86,9 +87,9 @@ export default function WebhooksPage() {
   const [created, setCreated] = useState<CreatedWebhook>();
   const list = usePaged(
     (cursor) =>
-      gql<{ webhooks: { items: any[]; nextCursor: string | null } }>(`query($cursor: String, $status: WebhookStatus) { webhooks(limit: 50, cursor: $cursor, status: $status) { items { ${FIELDS} } nextCursor } }`, {
+      gql(graphql(`query($cursor: String, $status: WebhookStatus) { webhooks(limit: 50, cursor: $cursor, status: $status) { items { ...WebhookListFields } nextCursor } }`, [FIELDS]), {
         cursor,
-        status: status === 'all' ? null : status,
+        status: status === 'all' ? null : (status as Exclude<(typeof STATUSES)[number], 'all'>),
       }).then((d) => d.webhooks),
     [status],
   );

@@ -2,6 +2,7 @@
 // (in red), from its metrics roll-ups (`metrics(window: "24h")`, 15-minute buckets summed by hour),
 // read in one GraphQL document for the whole page.
 import { gql } from '../api.ts';
+import { graphql, type ResultOf } from '../graphql.ts';
 import { useQuery } from '../ui.tsx';
 
 const HOURS = 24;
@@ -13,14 +14,17 @@ export interface Activity {
   capped: boolean;
 }
 
+const ACTIVITY = graphql(`fragment WebhookActivity on Webhook @_unmask { metrics(window: "24h") { to series { t ingested succeeded failed } } }`);
+
 type Point = { t: string; ingested: number; succeeded: number; failed: number };
 
 export function useActivity(webhookIds: string[]) {
   const key = webhookIds.join(',');
   return useQuery(async () => {
     if (!webhookIds.length) return new Map<string, Activity>();
-    const fields = webhookIds.map((id, i) => `w${i}: webhook(id: ${JSON.stringify(id)}) { metrics(window: "24h") { to series { t ingested succeeded failed } } }`);
-    const data = await gql<Record<string, { metrics: { to: string; series: Point[] } }>>(`{ ${fields.join('\n')} }`);
+    // One aliased field per webhook (the aliases are made here; the fields are the fragment's).
+    const fields = webhookIds.map((id, i) => `w${i}: webhook(id: ${JSON.stringify(id)}) { ...WebhookActivity }`);
+    const data = (await gql(graphql(`{ ${fields.join('\n')} }`, [ACTIVITY]))) as Record<string, ResultOf<typeof ACTIVITY>>;
     const out = new Map<string, Activity>();
     webhookIds.forEach((id, i) => {
       const { to, series } = data[`w${i}`].metrics;

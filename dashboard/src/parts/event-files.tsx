@@ -1,5 +1,6 @@
 // The stored files of an event (form posts and emails): metadata, and how to fetch the bytes.
 import { gql, session } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { ErrorBanner, Section, Time, useQuery } from '../ui.tsx';
 
 function size(n: number) {
@@ -7,7 +8,7 @@ function size(n: number) {
 }
 
 export function EventFiles({ eventId }: { eventId: string }) {
-  const q = useQuery(() => gql(`query($e: ID!) { eventFiles(eventId: $e) { id filename contentType size sha256 createdAt expiresAt } }`, { e: eventId }).then((d) => d.eventFiles as any[]), [eventId]);
+  const q = useQuery(() => gql(graphql(`query($e: ID!) { eventFiles(eventId: $e) { id filename contentType size sha256 createdAt expiresAt } }`), { e: eventId }).then((d) => d.eventFiles as any[]), [eventId]);
   // Events other than form posts and emails have no files: the section only shows when there are some.
   if (!q.error && !q.data?.length) return null;
   return (

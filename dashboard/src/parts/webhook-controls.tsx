@@ -1,6 +1,7 @@
 // Every control of a webhook, for creating it and for editing it.
-import { Field, Select, TextArea, parseJsonField } from '../ui.tsx';
+import { Field, Select, TextArea, formText, parseJsonField } from '../ui.tsx';
 import { ApiError } from '../api.ts';
+import { graphql } from '../graphql.ts';
 
 export interface WebhookSettings {
   name: string;
@@ -14,7 +15,7 @@ export interface WebhookSettings {
   customHeaders: unknown;
 }
 
-export const SETTINGS_FIELDS = 'name deliveryMode maxInFlight timeoutMs throttleRatePerSecond defaultDelaySeconds dedupeWindowSeconds retryPolicy { maxAttempts backoff initialDelayMs maxDelayMs jitter retryOn } customHeaders';
+export const SETTINGS_FIELDS = graphql(`fragment WebhookSettingsFields on Webhook @_unmask { name deliveryMode maxInFlight timeoutMs throttleRatePerSecond defaultDelaySeconds dedupeWindowSeconds retryPolicy { maxAttempts backoff initialDelayMs maxDelayMs jitter retryOn } customHeaders }`);
 
 const str = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
 
@@ -70,7 +71,7 @@ export function controlsFromForm(form: HTMLFormElement, editing = false): Record
   const f = new FormData(form);
   const vars: Record<string, unknown> = {
     name: (f.get('name') as string) || undefined,
-    deliveryMode: f.get('deliveryMode') || undefined,
+    deliveryMode: formText(f, 'deliveryMode'),
     maxInFlight: int(f.get('maxInFlight'), 'Max in flight', false),
     timeoutMs: int(f.get('timeoutMs'), 'Timeout', false),
     throttleRatePerSecond: int(f.get('throttleRatePerSecond'), 'Throttle', editing),
@@ -79,6 +80,6 @@ export function controlsFromForm(form: HTMLFormElement, editing = false): Record
     retryPolicy: parseJsonField(String(f.get('retryPolicy') ?? ''), 'Retry policy'),
     customHeaders: parseJsonField(String(f.get('customHeaders') ?? ''), 'Custom headers'),
   };
-  if (!editing) vars.url = f.get('url') || undefined;
+  if (!editing) vars.url = formText(f, 'url');
   return vars;
 }

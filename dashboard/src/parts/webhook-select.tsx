@@ -1,9 +1,10 @@
 // A select of the project's webhooks (first 100), for filters.
 import { gql } from '../api.ts';
+import { graphql } from '../graphql.ts';
 import { Select, useQuery } from '../ui.tsx';
 
 export function useWebhookNames() {
-  return useQuery(() => gql(`{ webhooks(limit: 100) { items { id name status } } }`).then((d) => d.webhooks.items as { id: string; name: string; status: string }[]), []);
+  return useQuery(() => gql(graphql(`{ webhooks(limit: 100) { items { id name status } } }`)).then((d) => d.webhooks.items as { id: string; name: string; status: string }[]), []);
 }
 
 export function WebhookSelect({ value, onChange, allLabel = 'All webhooks', name = 'webhookId' }: { value: string; onChange: (v: string) => void; allLabel?: string | null; name?: string }) {

@@ -1,0 +1,67 @@
+// Browser forms (CONTRACT §12): form access and the allowed origins.
+import { useState } from 'preact/hooks';
+import { gql } from '../../api.ts';
+import { graphql } from '../../graphql.ts';
+import { ErrorBanner, Section, Select, TextArea, useAction, formText } from '../../ui.tsx';
+import { WEBHOOK, type Webhook } from './webhook.ts';
+
+export function BrowserForms({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook) => void }) {
+  const [saved, setSaved] = useState(false);
+  const save = useAction(async (form: HTMLFormElement) => {
+    const f = new FormData(form);
+    const origins = String(f.get('formAllowedOrigins') ?? '')
+      .split(/[\s,]+/)
+      .filter(Boolean);
+    const data = await gql(
+      graphql(`mutation($id: ID!, $formAccess: String, $formAllowedOrigins: [String!]) { updateWebhook(id: $id, formAccess: $formAccess, formAllowedOrigins: $formAllowedOrigins) { ...WebhookFields } }`, [WEBHOOK]),
+      { id: webhook.id, formAccess: formText(f, 'formAccess'), formAllowedOrigins: origins.length ? origins : ['*'] },
+    );
+    onSaved(data.updateWebhook);
+    setSaved(true);
+  });
+  return (
+    <Section title="Browser forms">
+      <form
+        class="stack"
+        key={webhook.updatedAt}
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void save.call(e.currentTarget);
+        }}
+      >
+        <p class="muted">
+          How a browser posts to the form ingest URL <code>{webhook.formIngestUrl}</code>. A post from an origin not listed is refused (403 origin_not_allowed); requests without an Origin (not a browser) are not subject to the list.
+        </p>
+        <Select
+          label="Form access"
+          name="formAccess"
+          defaultValue={webhook.formAccess}
+          options={[
+            ['secret', 'secret: the ingest secret is required (_secret field, header or signature)'],
+            ['public', 'public: no secret, the URL is the credential'],
+          ]}
+        />
+        <TextArea
+          label="Allowed origins"
+          name="formAllowedOrigins"
+          rows={3}
+          defaultValue={webhook.formAllowedOrigins.join('\n')}
+          placeholder="https://www.example.com"
+          hint="One a line: * (any origin) or exact origins, scheme://host[:port] with no path and no trailing slash. Empty: *."
+        />
+        <ErrorBanner error={save.error} />
+        {saved ? (
+          <p class="success-banner" role="status">
+            Form settings saved.
+          </p>
+        ) : null}
+        <div class="row">
+          <button type="submit" class="primary" disabled={save.pending}>
+            Save form settings
+          </button>
+        </div>
+      </form>
+    </Section>
+  );
+}

@@ -1,0 +1,50 @@
+// Settings: every control of the webhook (only what changed is sent).
+import { useState } from 'preact/hooks';
+import { gql } from '../../api.ts';
+import { graphql } from '../../graphql.ts';
+import { ErrorBanner, Section, useAction } from '../../ui.tsx';
+import { WebhookControls, controlsFromForm } from '../../parts/webhook-controls.tsx';
+import { WEBHOOK, type Webhook } from './webhook.ts';
+
+export function Settings({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook) => void }) {
+  const [saved, setSaved] = useState(false);
+  const save = useAction(async (form: HTMLFormElement) => {
+    // Only what changed: an untouched control is not re-sent (nor checked against the tier again).
+    const changed = Object.entries(controlsFromForm(form, true)).filter(([k, v]) => v !== undefined && JSON.stringify(v) !== JSON.stringify(webhook[k as keyof Webhook]));
+    const vars = { id: webhook.id, ...Object.fromEntries(changed) };
+    const data = await gql(
+      graphql(`mutation($id: ID!, $name: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
+        updateWebhook(id: $id, name: $name, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { ...WebhookFields }
+      }`, [WEBHOOK]),
+      vars,
+    );
+    onSaved(data.updateWebhook);
+    setSaved(true);
+  });
+  return (
+    <Section title="Settings">
+      <form
+        class="stack"
+        key={webhook.updatedAt}
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void save.call(e.currentTarget);
+        }}
+      >
+        <WebhookControls initial={webhook} />
+        <ErrorBanner error={save.error} />
+        {saved ? (
+          <p class="success-banner" role="status">
+            Saved.
+          </p>
+        ) : null}
+        <div class="row">
+          <button type="submit" class="primary" disabled={save.pending}>
+            Save settings
+          </button>
+        </div>
+      </form>
+    </Section>
+  );
+}
