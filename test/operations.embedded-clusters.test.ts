@@ -1,7 +1,7 @@
 // The embedded cluster's start and stop tell this process's sessions and this directory's postmaster
 // from anyone else's: a stop that ran out of time (its pools still open) still stops the cluster it
 // owns, and a postmaster.pid naming another cluster's postgres is not taken for this directory's.
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +15,8 @@ const clusters: EmbeddedDatabase[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'clusters-'));
+  // Reachable by the postgres user when run as root (else the data would be placed under /var/lib).
+  await chmod(dir, 0o755);
 });
 afterAll(async () => {
   await Promise.allSettled(clusters.map((c) => c.stop()));
