@@ -45,11 +45,15 @@ export function asApiError(e: unknown): ApiError {
 export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R>) {
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<ApiError>();
+  const [done, setDone] = useState(false);
   const call = async (...args: A): Promise<R | undefined> => {
     setPending(true);
     setError(undefined);
+    setDone(false);
     try {
-      return await run(...args);
+      const result = await run(...args);
+      setDone(true);
+      return result;
     } catch (e) {
       setError(asApiError(e));
       return undefined;
@@ -57,7 +61,95 @@ export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R
       setPending(false);
     }
   };
-  return { call, pending, error, clearError: () => setError(undefined) };
+  /** `done`: the last call succeeded (until the next one starts). */
+  return { call, pending, error, done, clearError: () => setError(undefined) };
+}
+
+/** What a form's action is: `useAction` of a function of the form. */
+export type Action = { call(form: HTMLFormElement): Promise<unknown>; pending: boolean; error: ApiError | undefined; done: boolean };
+
+/**
+ * The one action form: its fields (children), the action's error, the notice once it succeeded,
+ * and the submit button (disabled while pending). `class="row"`: the fields and the button on one
+ * line, the error and notice under it.
+ */
+export function ActionForm({ action, submit, done, children, class: cls = 'stack', formKey }: { action: Action; submit: string; done?: string; children: ComponentChildren; class?: 'stack' | 'row'; formKey?: string }) {
+  const button = (
+    <button type="submit" class="primary" disabled={action.pending}>
+      {submit}
+    </button>
+  );
+  const after = (
+    <>
+      <ErrorBanner error={action.error} />
+      {done && action.done ? (
+        <p class="success-banner" role="status">
+          {done}
+        </p>
+      ) : null}
+    </>
+  );
+  return (
+    <>
+      <form
+        class={cls}
+        key={formKey}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.call(e.currentTarget);
+        }}
+      >
+        {children}
+        {cls === 'row' ? button : after}
+        {cls === 'row' ? null : <div class="row">{button}</div>}
+      </form>
+      {cls === 'row' ? after : null}
+    </>
+  );
+}
+
+/** A table with `scope="col"` headers; `actions`: a last column for buttons, named for screen readers. */
+export function Table<T>({ label, columns, actions, items, row }: { label: string; columns: ComponentChildren[]; actions?: boolean; items: readonly T[]; row: (item: T) => ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table aria-label={label}>
+        <thead>
+          <tr>
+            {columns.map((c, i) => (
+              <th scope="col" key={i}>
+                {c}
+              </th>
+            ))}
+            {actions ? (
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            ) : null}
+          </tr>
+        </thead>
+        <tbody>{items.map(row)}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** What `PagedTable` shows: a `usePaged` list. */
+export type PagedList<T> = { items: T[]; loading: boolean; error: ApiError | undefined; cursor: string | null | undefined; pending: boolean; loadMore(): Promise<void> };
+
+/**
+ * The one paged table: the list's error (or `error`, an action's), loading, the empty state
+ * (`empty`, shown when the list is empty and did not fail), the table and "Load more".
+ */
+export function PagedTable<T>({ list, error, empty, ...table }: { list: PagedList<T>; error?: ApiError; empty: ComponentChildren; label: string; columns: ComponentChildren[]; actions?: boolean; row: (item: T) => ComponentChildren }) {
+  return (
+    <>
+      <ErrorBanner error={list.error ?? error} />
+      {list.loading && !list.items.length ? <Loading /> : null}
+      {!list.loading && !list.error && list.items.length === 0 ? empty : null}
+      {list.items.length ? <Table {...table} items={list.items} /> : null}
+      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+    </>
+  );
 }
 
 export function ErrorBanner({ error }: { error: ApiError | undefined }) {

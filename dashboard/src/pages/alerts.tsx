@@ -3,8 +3,8 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { ApiError, gql } from '../api.ts';
-import { graphql, toJson } from '../graphql.ts';
-import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Select, TextArea, Time, useAction, usePaged } from '../ui.tsx';
+import { graphql, json, toJson, type ResultOf } from '../graphql.ts';
+import { ActionForm, Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, Select, TextArea, Time, useAction, usePaged } from '../ui.tsx';
 import { useWebhookNames } from '../parts/webhook-select.tsx';
 
 const RULE_FIELDS = graphql(`fragment AlertRuleFields on AlertRule @_unmask { id name webhookId enabled state lastValue lastFiredAt cooldownSeconds channels condition { type threshold windowSeconds } createdAt updatedAt }`);
@@ -15,6 +15,16 @@ const CONDITIONS: [string, string][] = [
   ['backlog_depth', 'Backlog depth (pending deliveries)'],
 ];
 const WINDOWED = new Set(['failure_rate', 'dlq_added']);
+
+type Rule = ResultOf<typeof RULE_FIELDS>;
+
+/** One channel of a dispatch, as the API records it. */
+interface DispatchChannel {
+  type: string;
+  target: string;
+  status: string;
+  error?: string;
+}
 
 interface Channel {
   type: 'webhook' | 'email';
@@ -44,10 +54,10 @@ function ruleVars(form: HTMLFormElement) {
   };
 }
 
-function RuleFields({ r }: { r?: any }) {
+function RuleFields({ r }: { r?: Rule }) {
   const hooks = useWebhookNames();
   const [type, setType] = useState<string>(r?.condition.type ?? 'failure_rate');
-  const channels: Channel[] = r?.channels ?? [];
+  const channels = r ? json<Channel[]>(r.channels) : [];
   return (
     <>
       <div class="grid">
@@ -74,7 +84,7 @@ function describe(c: { type: string; threshold: number; windowSeconds: number })
   return `${c.type} ≥ ${c.threshold}${w}`;
 }
 
-function RuleCard({ r, webhookName, onChange }: { r: any; webhookName: string; onChange: () => void }) {
+function RuleCard({ r, webhookName, onChange }: { r: Rule; webhookName: string; onChange: () => void }) {
   const [editing, setEditing] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     await gql(
@@ -109,7 +119,7 @@ function RuleCard({ r, webhookName, onChange }: { r: any; webhookName: string; o
           <code>{describe(r.condition)}</code> on {webhookName}
         </dd>
         <dt>Channels</dt>
-        <dd>{(r.channels as Channel[]).map((c) => `${c.type}: ${c.url ?? c.to}`).join(', ') || '—'}</dd>
+        <dd>{json<Channel[]>(r.channels).map((c) => `${c.type}: ${c.url ?? c.to}`).join(', ') || '—'}</dd>
         <dt>Cooldown</dt>
         <dd>{r.cooldownSeconds / 60} min</dd>
         <dt>Last value</dt>
@@ -120,25 +130,16 @@ function RuleCard({ r, webhookName, onChange }: { r: any; webhookName: string; o
         </dd>
       </dl>
       {editing ? (
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={save} submit="Save rule">
           <RuleFields r={r} />
-          <button type="submit" class="primary" disabled={save.pending}>
-            Save rule
-          </button>
-        </form>
+        </ActionForm>
       ) : null}
-      <ErrorBanner error={save.error ?? remove.error} />
+      <ErrorBanner error={remove.error} />
     </li>
   );
 }
 
-function History({ rules }: { rules: any[] }) {
+function History({ rules }: { rules: Rule[] }) {
   const [, navigate] = useLocation();
   const search = new URLSearchParams(useSearch());
   const ruleId = search.get('ruleId') ?? '';
@@ -177,47 +178,33 @@ function History({ rules }: { rules: any[] }) {
           ]}
         />
       </div>
-      <ErrorBanner error={list.error} />
-      {!list.loading && !list.error && list.items.length === 0 ? <Empty title="No dispatches">A dispatch is recorded each time a rule fires or resolves.</Empty> : null}
-      {list.items.length ? (
-        <div class="table-wrap">
-          <table aria-label="Dispatches">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Rule</th>
-                <th scope="col">State</th>
-                <th scope="col">Value</th>
-                <th scope="col">Channels</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((d: any) => (
-                <tr key={d.id}>
-                  <td>
-                    <Time value={d.createdAt} />
-                  </td>
-                  <td>{names.get(d.ruleId) ?? d.ruleId}</td>
-                  <td>
-                    <Badge value={d.state} />
-                  </td>
-                  <td>{d.value}</td>
-                  <td>
-                    <ul class="plain">
-                      {(d.channels as any[]).map((c, i) => (
-                        <li key={i}>
-                          {c.type} {c.target}: <Badge value={c.status} /> {c.error ? <span class="error-text">{c.error}</span> : null}
-                        </li>
-                      ))}
-                    </ul>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedTable
+        list={list}
+        label="Dispatches"
+        columns={['When', 'Rule', 'State', 'Value', 'Channels']}
+        empty={<Empty title="No dispatches">A dispatch is recorded each time a rule fires or resolves.</Empty>}
+        row={(d) => (
+          <tr key={d.id}>
+            <td>
+              <Time value={d.createdAt} />
+            </td>
+            <td>{names.get(d.ruleId) ?? d.ruleId}</td>
+            <td>
+              <Badge value={d.state} />
+            </td>
+            <td>{d.value}</td>
+            <td>
+              <ul class="plain">
+                {json<DispatchChannel[]>(d.channels).map((c, i) => (
+                  <li key={i}>
+                    {c.type} {c.target}: <Badge value={c.status} /> {c.error ? <span class="error-text">{c.error}</span> : null}
+                  </li>
+                ))}
+              </ul>
+            </td>
+          </tr>
+        )}
+      />
     </Section>
   );
 }
@@ -256,28 +243,16 @@ export default function AlertsPage() {
       ) : null}
       {creating ? (
         <Section title="New alert rule">
-          <form
-            class="stack"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.call(e.currentTarget);
-            }}
-          >
+          <ActionForm action={create} submit="Create alert rule">
             <RuleFields />
-            <ErrorBanner error={create.error} />
-            <div class="row">
-              <button type="submit" class="primary" disabled={create.pending}>
-                Create alert rule
-              </button>
-            </div>
-          </form>
+          </ActionForm>
         </Section>
       ) : null}
       <ErrorBanner error={rules.error} />
       {rules.loading && !rules.items.length ? <Loading /> : null}
       {!rules.loading && !rules.error && rules.items.length === 0 ? <Empty title="No alert rules">Add one with “New alert rule”: e.g. a failure rate of 0.5 over 5 minutes, sent to an on-call address.</Empty> : null}
       <ul class="list stack">
-        {rules.items.map((r: any) => (
+        {rules.items.map((r) => (
           <RuleCard key={`${r.id}-${r.updatedAt}`} r={r} webhookName={hookName(r.webhookId)} onChange={rules.reload} />
         ))}
       </ul>

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { gql, session } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Copyable, Empty, Field, Page, PagedTable, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export default function ApiKeysPage() {
   const list = usePaged((cursor) => gql(graphql(`query($cursor: String) { apiKeys(limit: 50, cursor: $cursor) { items { id name prefix createdAt lastUsedAt revokedAt } nextCursor } }`), { cursor }).then((d) => d.apiKeys), []);
@@ -21,19 +21,9 @@ export default function ApiKeysPage() {
   return (
     <Page title="API keys">
       <Section title="Create a key">
-        <form
-          class="row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={create} submit="Create key" class="row">
           <Field label="Name" name="name" placeholder="ci-deploys" />
-          <button type="submit" class="primary" disabled={create.pending}>
-            Create key
-          </button>
-        </form>
-        <ErrorBanner error={create.error} />
+        </ActionForm>
         {created ? (
           <div class="success-banner" role="status">
             <p>
@@ -44,50 +34,34 @@ export default function ApiKeysPage() {
           </div>
         ) : null}
       </Section>
-      <ErrorBanner error={list.error ?? revoke.error} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && list.items.length === 0 && !list.error ? <Empty title="No API keys">Create one above to call the API from your code.</Empty> : null}
-      {list.items.length ? (
-        <div class="table-wrap">
-          <table aria-label="API keys">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((k: any) => (
-                <tr key={k.id}>
-                  <td>{k.name}</td>
-                  <td>
-                    <code>{k.prefix}…</code>
-                  </td>
-                  <td>
-                    <Time value={k.createdAt} />
-                  </td>
-                  <td>
-                    <Time value={k.lastUsedAt} />
-                  </td>
-                  <td>{k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />}</td>
-                  <td>
-                    {k.revokedAt ? null : (
-                      <ConfirmButton label={`Revoke ${k.name}`} danger title={`Revoke “${k.name}”?`} body="It stops working at once, on every process. This cannot be undone." confirmLabel="Revoke" onConfirm={() => revoke.call(k.id)} />
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedTable
+        list={list}
+        error={revoke.error}
+        label="API keys"
+        columns={['Name', 'Prefix', 'Created', 'Last used', 'State']}
+        actions
+        empty={<Empty title="No API keys">Create one above to call the API from your code.</Empty>}
+        row={(k) => (
+          <tr key={k.id}>
+            <td>{k.name}</td>
+            <td>
+              <code>{k.prefix}…</code>
+            </td>
+            <td>
+              <Time value={k.createdAt} />
+            </td>
+            <td>
+              <Time value={k.lastUsedAt} />
+            </td>
+            <td>{k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />}</td>
+            <td>
+              {k.revokedAt ? null : (
+                <ConfirmButton label={`Revoke ${k.name}`} danger title={`Revoke “${k.name}”?`} body="It stops working at once, on every process. This cannot be undone." confirmLabel="Revoke" onConfirm={() => revoke.call(k.id)} />
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

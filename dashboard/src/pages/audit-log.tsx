@@ -2,7 +2,7 @@
 import { useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Empty, ErrorBanner, Field, Loading, LoadMore, Page, Time, usePaged } from '../ui.tsx';
+import { Empty, Field, Page, PagedTable, Time, usePaged } from '../ui.tsx';
 
 export default function AuditLogPage() {
   const [, navigate] = useLocation();
@@ -31,49 +31,34 @@ export default function AuditLogPage() {
         <Field label="Target type" name="targetType" value={filters.targetType} placeholder="webhook" onChange={(e) => setFilter('targetType', e.currentTarget.value.trim())} />
         <Field label="Target id" name="targetId" value={filters.targetId} onChange={(e) => setFilter('targetId', e.currentTarget.value.trim())} />
       </form>
-      <ErrorBanner error={list.error} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && !list.error && list.items.length === 0 ? <Empty title="No audit entries">Changes made with an API key or in this dashboard are recorded here.</Empty> : null}
-      {list.items.length ? (
-        <div class="table-wrap">
-          <table aria-label="Audit log">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Action</th>
-                <th scope="col">Actor</th>
-                <th scope="col">Target</th>
-                <th scope="col">Details</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((a: any) => (
-                <tr key={a.id}>
-                  <td>
-                    <Time value={a.createdAt} />
-                  </td>
-                  <td>
-                    <code>{a.action}</code>
-                  </td>
-                  <td>
-                    <code>{a.actor}</code>
-                  </td>
-                  <td>
-                    {a.targetType} {a.targetId ? <code>{a.targetId}</code> : null}
-                  </td>
-                  <td>
-                    <details>
-                      <summary>Data</summary>
-                      <pre class="code">{JSON.stringify(a.data, null, 2)}</pre>
-                    </details>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedTable
+        list={list}
+        label="Audit log"
+        columns={['When', 'Action', 'Actor', 'Target', 'Details']}
+        empty={<Empty title="No audit entries">Changes made with an API key or in this dashboard are recorded here.</Empty>}
+        row={(a) => (
+          <tr key={a.id}>
+            <td>
+              <Time value={a.createdAt} />
+            </td>
+            <td>
+              <code>{a.action}</code>
+            </td>
+            <td>
+              <code>{a.actor}</code>
+            </td>
+            <td>
+              {a.targetType} {a.targetId ? <code>{a.targetId}</code> : null}
+            </td>
+            <td>
+              <details>
+                <summary>Data</summary>
+                <pre class="code">{JSON.stringify(a.data, null, 2)}</pre>
+              </details>
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
+import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 function Versions({ id, current, onAdded }: { id: string; current: number; onAdded: () => void }) {
   const versions = usePaged<any>((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationVersions), [id, current]);
@@ -75,53 +75,37 @@ function Runs({ id }: { id: string }) {
         </button>
       }
     >
-      <ErrorBanner error={runs.error} />
-      {!runs.loading && !runs.error && runs.items.length === 0 ? <Empty title="No runs yet">A run is recorded each time a delivery (or a test delivery) of a webhook that pins this automation runs it.</Empty> : null}
-      {runs.items.length ? (
-        <div class="table-wrap">
-          <table aria-label="Runs">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Version</th>
-                <th scope="col">Status</th>
-                <th scope="col">CPU</th>
-                <th scope="col">Subrequests</th>
-                <th scope="col">Delivery</th>
-                <th scope="col">Logs and error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {runs.items.map((r: any) => (
-                <tr key={r.id} data-run-id={r.id}>
-                  <td>
-                    <Time value={r.createdAt} />
-                  </td>
-                  <td>v{r.version}</td>
-                  <td>
-                    <Badge value={r.status} />
-                  </td>
-                  <td>{r.cpuMs.toFixed(1)} ms</td>
-                  <td>{r.subrequests}</td>
-                  <td>{r.deliveryId ? <Link href={`/deliveries/${r.deliveryId}`}>{r.deliveryId}</Link> : <span class="muted">test delivery</span>}</td>
-                  <td>
-                    {r.error ? <p class="error-text">{r.error}</p> : null}
-                    {r.logs ? (
-                      <details>
-                        <summary>Logs{r.logsTruncated ? ' (cut at the log limit)' : ''}</summary>
-                        <Code>{r.logs}</Code>
-                      </details>
-                    ) : (
-                      <span class="muted">no logs</span>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={runs.cursor} onMore={() => void runs.loadMore()} pending={runs.pending} />
+      <PagedTable
+        list={runs}
+        label="Runs"
+        columns={['When', 'Version', 'Status', 'CPU', 'Subrequests', 'Delivery', 'Logs and error']}
+        empty={<Empty title="No runs yet">A run is recorded each time a delivery (or a test delivery) of a webhook that pins this automation runs it.</Empty>}
+        row={(r) => (
+          <tr key={r.id} data-run-id={r.id}>
+            <td>
+              <Time value={r.createdAt} />
+            </td>
+            <td>v{r.version}</td>
+            <td>
+              <Badge value={r.status} />
+            </td>
+            <td>{r.cpuMs.toFixed(1)} ms</td>
+            <td>{r.subrequests}</td>
+            <td>{r.deliveryId ? <Link href={`/deliveries/${r.deliveryId}`}>{r.deliveryId}</Link> : <span class="muted">test delivery</span>}</td>
+            <td>
+              {r.error ? <p class="error-text">{r.error}</p> : null}
+              {r.logs ? (
+                <details>
+                  <summary>Logs{r.logsTruncated ? ' (cut at the log limit)' : ''}</summary>
+                  <Code>{r.logs}</Code>
+                </details>
+              ) : (
+                <span class="muted">no logs</span>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </Section>
   );
 }

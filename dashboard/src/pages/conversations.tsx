@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql, session, subscribe } from '../api.ts';
 import { graphql, type ResultOf, toJson, json } from '../graphql.ts';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Page, Section, Time, useAction, useQuery, formText } from '../ui.tsx';
+import { ActionForm, ConfirmButton, Empty, ErrorBanner, Field, formText, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
 
 const MESSAGE = graphql(`fragment MessageFields on Message @_unmask { id conversation_id message reactions attachments created_at updated_at contact { id username } }`);
 /** A message with its JSON fields read as their shapes. */
@@ -59,21 +59,11 @@ function Contacts({ current, version }: { current?: string; version: number }) {
       ) : null}
       <details>
         <summary>Add a contact</summary>
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={create} submit="Add contact">
           <Field label="Username" name="username" required />
           <Field label="Phone number" name="phone_number" required placeholder="+15551234567" />
           <Field label="Display name" name="display_name" />
-          <ErrorBanner error={create.error} />
-          <button type="submit" class="primary" disabled={create.pending}>
-            Add contact
-          </button>
-        </form>
+        </ActionForm>
       </details>
     </Section>
   );
@@ -174,19 +164,10 @@ function Conversation({ contactId, onContactsChanged }: { contactId: string; onC
         ))}
         <li ref={bottom} aria-hidden="true" />
       </ol>
-      <form
-        class="row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void send.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={send} submit="Send" class="row">
         <Field label="Message" name="message" autoComplete="off" required />
-        <button type="submit" class="primary" disabled={send.pending}>
-          Send
-        </button>
-      </form>
-      <ErrorBanner error={send.error ?? react.error ?? removeMessage.error} />
+      </ActionForm>
+      <ErrorBanner error={react.error ?? removeMessage.error} />
       <details>
         <summary>Contact settings</summary>
         <form

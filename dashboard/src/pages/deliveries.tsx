@@ -1,12 +1,11 @@
 // Deliveries: filters, and live updates over graphql-ws (deliveryUpdated).
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
-import { gql, session, subscribe } from '../api.ts';
+import { gql, session } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, useAction, usePaged } from '../ui.tsx';
+import { ConfirmButton, Empty, ErrorBanner, Field, Page, PagedTable, Select, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
-import { DELIVERY_FIELDS, DeliveryTable, upsertDelivery } from '../parts/deliveries.tsx';
-import type { ApiError } from '../api.ts';
+import { DELIVERY_COLUMNS, DELIVERY_FIELDS, LiveMark, deliveryRow, upsertDelivery, useLiveDeliveries } from '../parts/deliveries.tsx';
 
 const STATUSES = ['queued', 'scheduled', 'delivering', 'retrying', 'succeeded', 'failed', 'cancelled'];
 
@@ -38,28 +37,15 @@ export default function DeliveriesPage() {
       ).then((d) => d.deliveries),
     [key],
   );
-  const [live, setLive] = useState(false);
-  const [liveError, setLiveError] = useState<ApiError>();
-  const [fresh, setFresh] = useState<Set<string>>(new Set());
-  useEffect(() => {
-    setLive(true);
-    const stop = subscribe(
-      graphql(`subscription($webhookId: ID) { deliveryUpdated(webhookId: $webhookId) { ...DeliveryFields } }`, [DELIVERY_FIELDS]),
-      { webhookId: filters.webhookId || undefined },
-      ({ deliveryUpdated: d }) => {
-        setLiveError(undefined);
-        if (filters.eventId && d.eventId !== filters.eventId) return;
-        if (filters.from || filters.to) return; // a time window: the page shows a fixed period
-        list.setItems((items) => upsertDelivery(items, d, filters.status || undefined));
-        setFresh((s) => new Set(s).add(d.id));
-      },
-      (e) => setLiveError(e),
-    );
-    return () => {
-      stop();
-      setLive(false);
-    };
-  }, [key]);
+  const { live, error: liveError, fresh } = useLiveDeliveries(
+    filters.webhookId || undefined,
+    (d) => {
+      if (filters.eventId && d.eventId !== filters.eventId) return false;
+      if (filters.from || filters.to) return false; // a time window: the page shows a fixed period
+      list.setItems((items) => upsertDelivery(items, d, filters.status || undefined));
+    },
+    key,
+  );
   const [notice, setNotice] = useState<string>();
   const bulk = useAction(async () => {
     const d = await gql(graphql(`mutation($webhookId: String, $status: String, $eventId: String, $from: String, $to: String) { createReplayJob(webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { id status total } }`), {
@@ -76,7 +62,7 @@ export default function DeliveriesPage() {
       title="Deliveries"
       actions={
         <>
-          <span class={`live ${live && !liveError ? '' : 'off'}`}>{live && !liveError ? 'Live' : 'Not live'}</span>
+          <LiveMark live={live} />
           <ConfirmButton
             label="Replay all matching"
             title="Replay every delivery that matches the filters?"
@@ -99,19 +85,22 @@ export default function DeliveriesPage() {
         <Field label="From" name="from" type="datetime-local" value={filters.from} onChange={(e) => setFilter('from', e.currentTarget.value)} />
         <Field label="To" name="to" type="datetime-local" value={filters.to} onChange={(e) => setFilter('to', e.currentTarget.value)} />
       </form>
-      <ErrorBanner error={list.error ?? liveError} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && !list.error && list.items.length === 0 ? (
-        <Empty title="No deliveries match">
-          <p>Deliveries appear here, live, as events arrive. Send an event to a webhook's ingest URL:</p>
-          <pre class="code">{`curl -X POST '${session.publicUrl}/i/<publicId>' -H 'Authorization: Bearer <ingest secret>' -d '{"hello":"world"}'`}</pre>
-          <p>
-            No webhook yet? <Link href="/webhooks">Create one</Link>.
-          </p>
-        </Empty>
-      ) : null}
-      {list.items.length ? <DeliveryTable items={list.items} fresh={fresh} /> : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedTable
+        list={list}
+        error={liveError}
+        label="Deliveries"
+        columns={DELIVERY_COLUMNS}
+        empty={
+          <Empty title="No deliveries match">
+            <p>Deliveries appear here, live, as events arrive. Send an event to a webhook's ingest URL:</p>
+            <pre class="code">{`curl -X POST '${session.publicUrl}/i/<publicId>' -H 'Authorization: Bearer <ingest secret>' -d '{"hello":"world"}'`}</pre>
+            <p>
+              No webhook yet? <Link href="/webhooks">Create one</Link>.
+            </p>
+          </Empty>
+        }
+        row={deliveryRow(fresh)}
+      />
     </Page>
   );
 }

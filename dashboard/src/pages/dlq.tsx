@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Select, Time, useAction, usePaged } from '../ui.tsx';
+import { Badge, ConfirmButton, Empty, Field, Page, PagedTable, Select, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
 import { isoOf } from './deliveries.tsx';
 
@@ -109,64 +109,48 @@ export default function DlqPage() {
           {notice}
         </p>
       ) : null}
-      <ErrorBanner error={list.error ?? redrive.error ?? bulk.error ?? exporter.error} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && !list.error && list.items.length === 0 ? (
-        <Empty title="The DLQ is empty">
-          <p>A delivery lands here when its retry policy gives up. Nothing to do: failed deliveries will show up here for re-drive.</p>
-        </Empty>
-      ) : null}
-      {list.items.length ? (
-        <div class="table-wrap">
-          <table aria-label="DLQ entries">
-            <thead>
-              <tr>
-                <th scope="col">Entry</th>
-                <th scope="col">Delivery</th>
-                <th scope="col">Reason</th>
-                <th scope="col">Dead since</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((e: any) => (
-                <tr key={e.id} data-dlq-id={e.id}>
-                  <td>
-                    <code>{e.id}</code>
-                  </td>
-                  <td>
-                    <Link href={`/deliveries/${e.deliveryId}`}>{e.deliveryId}</Link>
-                  </td>
-                  <td>{e.reason}</td>
-                  <td>
-                    <Time value={e.createdAt} />
-                  </td>
-                  <td>
-                    {e.redrivenAt ? (
-                      <>
-                        <Badge value="redriven" /> {e.redriveDeliveryId ? <Link href={`/deliveries/${e.redriveDeliveryId}`}>{e.redriveDeliveryId}</Link> : null}
-                      </>
-                    ) : (
-                      <Badge value="pending" />
-                    )}
-                  </td>
-                  <td>
-                    {e.redrivenAt ? null : (
-                      <button type="button" class="small" onClick={() => redrive.call(e.id)} disabled={redrive.pending} aria-label={`Re-drive ${e.id}`}>
-                        Re-drive
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedTable
+        list={list}
+        error={redrive.error ?? bulk.error ?? exporter.error}
+        label="DLQ entries"
+        columns={['Entry', 'Delivery', 'Reason', 'Dead since', 'State']}
+        actions
+        empty={
+          <Empty title="The DLQ is empty">
+            <p>A delivery lands here when its retry policy gives up. Nothing to do: failed deliveries will show up here for re-drive.</p>
+          </Empty>
+        }
+        row={(e) => (
+          <tr key={e.id} data-dlq-id={e.id}>
+            <td>
+              <code>{e.id}</code>
+            </td>
+            <td>
+              <Link href={`/deliveries/${e.deliveryId}`}>{e.deliveryId}</Link>
+            </td>
+            <td>{e.reason}</td>
+            <td>
+              <Time value={e.createdAt} />
+            </td>
+            <td>
+              {e.redrivenAt ? (
+                <>
+                  <Badge value="redriven" /> {e.redriveDeliveryId ? <Link href={`/deliveries/${e.redriveDeliveryId}`}>{e.redriveDeliveryId}</Link> : null}
+                </>
+              ) : (
+                <Badge value="pending" />
+              )}
+            </td>
+            <td>
+              {e.redrivenAt ? null : (
+                <button type="button" class="small" onClick={() => redrive.call(e.id)} disabled={redrive.pending} aria-label={`Re-drive ${e.id}`}>
+                  Re-drive
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export const DRAIN_EVENTS = ['delivery.succeeded', 'delivery.failed', 'delivery.retrying', 'attempt.finished', 'dlq.added', 'webhook.changed'];
 const FIELDS = graphql(`fragment DrainFields on EventDrain @_unmask { id name url events enabled lastSentAt lastError droppedCount createdAt updatedAt }`);
@@ -109,20 +109,11 @@ function DrainCard({ d, onChange }: { d: any; onChange: () => void }) {
         ) : null}
       </dl>
       {editing ? (
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={save} submit="Save drain">
           <DrainFields d={d} />
-          <button type="submit" class="primary" disabled={save.pending}>
-            Save drain
-          </button>
-        </form>
+        </ActionForm>
       ) : null}
-      <ErrorBanner error={save.error ?? toggle.error ?? rotate.error ?? remove.error} />
+      <ErrorBanner error={toggle.error ?? rotate.error ?? remove.error} />
     </li>
   );
 }
@@ -150,19 +141,9 @@ export default function DrainsPage() {
       </ul>
       <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
       <Section title="New drain">
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={create} submit="Create drain">
           <DrainFields />
-          <ErrorBanner error={create.error} />
-          <button type="submit" class="primary" disabled={create.pending}>
-            Create drain
-          </button>
-        </form>
+        </ActionForm>
       </Section>
     </Page>
   );

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql, subscribe, type ApiError } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Empty, ErrorBanner, Loading, Page, Section, useQuery } from '../ui.tsx';
+import { Empty, ErrorBanner, Loading, Page, Section, Table, useQuery } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 import { BarChart, Legend, LineChart } from '../parts/chart.tsx';
 
@@ -145,28 +145,20 @@ export default function MetricsPage() {
             </dl>
           </Section>
           <Section title="Answers">
-            <div class="table-wrap">
-              <table aria-label="Attempts by answer">
-                <thead>
-                  <tr>
-                    <th scope="col">Answer</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Share</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {CLASSES.map((c) => (
-                    <tr key={c}>
-                      <td>{c}</td>
-                      <td>{codes[c] ?? 0}</td>
-                      <td>
-                        <meter min={0} max={1} value={codeTotal ? (codes[c] ?? 0) / codeTotal : 0} aria-label={`${c} share`} /> {codeTotal ? fmtPct((codes[c] ?? 0) / codeTotal) : '—'}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table
+              label="Attempts by answer"
+              columns={['Answer', 'Attempts', 'Share']}
+              items={CLASSES}
+              row={(c) => (
+                <tr key={c}>
+                  <td>{c}</td>
+                  <td>{codes[c] ?? 0}</td>
+                  <td>
+                    <meter min={0} max={1} value={codeTotal ? (codes[c] ?? 0) / codeTotal : 0} aria-label={`${c} share`} /> {codeTotal ? fmtPct((codes[c] ?? 0) / codeTotal) : '—'}
+                  </td>
+                </tr>
+              )}
+            />
           </Section>
           <Section title="Backlog">
             <dl class="stats" aria-label="Backlog now">

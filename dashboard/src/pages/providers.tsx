@@ -2,7 +2,7 @@
 import { Link } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ErrorBanner, Loading, Page, useQuery } from '../ui.tsx';
+import { ErrorBanner, Loading, Page, Table, useQuery } from '../ui.tsx';
 
 export default function ProvidersPage() {
   const q = useQuery(() => gql(graphql(`{ providers { items { id name scheme header secretDescription toleranceSeconds eventType deliveryId } } }`)).then((d) => d.providers.items as any[]), []);
@@ -14,36 +14,25 @@ export default function ProvidersPage() {
       <ErrorBanner error={q.error} />
       {q.loading ? <Loading /> : null}
       {q.data ? (
-        <div class="table-wrap">
-          <table aria-label="Provider packs">
-            <thead>
-              <tr>
-                <th scope="col">Provider</th>
-                <th scope="col">Signature header</th>
-                <th scope="col">Scheme</th>
-                <th scope="col">Tolerance</th>
-                <th scope="col">Secret to give</th>
-                <th scope="col">Event type from</th>
-              </tr>
-            </thead>
-            <tbody>
-              {q.data.map((p) => (
-                <tr key={p.id}>
-                  <td>
-                    <strong>{p.name}</strong> <code class="muted">{p.id}</code>
-                  </td>
-                  <td>
-                    <code>{p.header}</code>
-                  </td>
-                  <td>{p.scheme}</td>
-                  <td>{p.toleranceSeconds ? `${p.toleranceSeconds} s` : '—'}</td>
-                  <td>{p.secretDescription}</td>
-                  <td>{p.eventType.join(', ') || '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          label="Provider packs"
+          columns={['Provider', 'Signature header', 'Scheme', 'Tolerance', 'Secret to give', 'Event type from']}
+          items={q.data}
+          row={(p) => (
+            <tr key={p.id}>
+              <td>
+                <strong>{p.name}</strong> <code class="muted">{p.id}</code>
+              </td>
+              <td>
+                <code>{p.header}</code>
+              </td>
+              <td>{p.scheme}</td>
+              <td>{p.toleranceSeconds ? `${p.toleranceSeconds} s` : '—'}</td>
+              <td>{p.secretDescription}</td>
+              <td>{p.eventType.join(', ') || '—'}</td>
+            </tr>
+          )}
+        />
       ) : null}
     </Page>
   );

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, TextArea, Time, parseJsonField, useAction, usePaged, formText } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Empty, ErrorBanner, Field, formText, Loading, LoadMore, Page, parseJsonField, Section, TextArea, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 
 const FIELDS = graphql(`fragment ScheduleFields on Schedule @_unmask { id name cron timezone enabled payload headers contentType nextRunAt lastRunAt lastStatus lastEventId skippedCount updatedAt }`);
@@ -97,20 +97,11 @@ function ScheduleCard({ webhookId, s, onChange }: { webhookId: string; s: any; o
         </p>
       ) : null}
       {editing ? (
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={save} submit="Save schedule">
           <ScheduleFields s={s} />
-          <button type="submit" class="primary" disabled={save.pending}>
-            Save schedule
-          </button>
-        </form>
+        </ActionForm>
       ) : null}
-      <ErrorBanner error={save.error ?? trigger.error ?? remove.error} />
+      <ErrorBanner error={trigger.error ?? remove.error} />
     </li>
   );
 }
@@ -161,19 +152,9 @@ export default function SchedulesPage() {
       <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
       {webhookId ? (
         <Section title="New schedule">
-          <form
-            class="stack"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.call(e.currentTarget);
-            }}
-          >
+          <ActionForm action={create} submit="Create schedule">
             <ScheduleFields />
-            <ErrorBanner error={create.error} />
-            <button type="submit" class="primary" disabled={create.pending}>
-              Create schedule
-            </button>
-          </form>
+          </ActionForm>
         </Section>
       ) : null}
     </Page>

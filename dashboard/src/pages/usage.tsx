@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ErrorBanner, Field, Loading, Page, Section, useAction, useQuery, formText } from '../ui.tsx';
+import { ErrorBanner, Field, formText, Loading, Page, Section, Table, useAction, useQuery } from '../ui.tsx';
 
 const GAUGES = ['monthly_deliveries', 'backlog_depth', 'stored_payload_bytes', 'file_storage_bytes', 'replay_volume'] as const;
 const LIMITS = ['ingest_rate', 'payload_retention_seconds', 'history_retention_seconds'] as const;
@@ -90,28 +90,20 @@ export default function UsagePage() {
           {q.data.usage.totals.deliveries.toLocaleString()} deliveries, {q.data.usage.totals.replays.toLocaleString()} replays.
         </p>
         {q.data.usage.days.length === 0 ? <p class="muted">No deliveries in this period yet.</p> : null}
-        <div class="table-wrap">
-          <table aria-label="Deliveries per day">
-            <thead>
-              <tr>
-                <th scope="col">Day</th>
-                <th scope="col">Deliveries</th>
-                <th scope="col">Replays</th>
-              </tr>
-            </thead>
-            <tbody>
-              {q.data.usage.days.map((d: any) => (
-                <tr key={d.date}>
-                  <td>{d.date}</td>
-                  <td>
-                    <meter min={0} max={max} value={d.deliveries} aria-label={`${d.deliveries} deliveries`} /> {d.deliveries.toLocaleString()}
-                  </td>
-                  <td>{d.replays.toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          label="Deliveries per day"
+          columns={['Day', 'Deliveries', 'Replays']}
+          items={q.data.usage.days}
+          row={(d) => (
+            <tr key={d.date}>
+              <td>{d.date}</td>
+              <td>
+                <meter min={0} max={max} value={d.deliveries} aria-label={`${d.deliveries} deliveries`} /> {d.deliveries.toLocaleString()}
+              </td>
+              <td>{d.replays.toLocaleString()}</td>
+            </tr>
+          )}
+        />
       </Section>
     </Page>
   );

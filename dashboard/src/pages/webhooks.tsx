@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { Link, useSearch } from 'wouter-preact';
 import { gql, session } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, Copyable, Empty, ErrorBanner, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, Copyable, Empty, Page, PagedTable, Section, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookControls, controlsFromForm } from '../parts/webhook-controls.tsx';
 import { Sparkline, useActivity } from '../parts/activity.tsx';
 
@@ -35,21 +35,9 @@ function CreateWebhook({ onCreated }: { onCreated: (w: CreatedWebhook) => void }
   });
   return (
     <Section title="New webhook">
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void create.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={create} submit="Create webhook">
         <WebhookControls />
-        <ErrorBanner error={create.error} />
-        <div class="row">
-          <button type="submit" class="primary" disabled={create.pending}>
-            Create webhook
-          </button>
-        </div>
-      </form>
+      </ActionForm>
     </Section>
   );
 }
@@ -120,53 +108,37 @@ export default function WebhooksPage() {
           </Link>
         ))}
       </nav>
-      <ErrorBanner error={list.error} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && !list.error && list.items.length === 0 ? (
-        <Empty title={status === 'all' ? 'No webhooks yet' : `No ${status} webhooks`}>
-          <p>Create a webhook with “New webhook”: it gets an ingest URL that accepts events. Then send a first event:</p>
-          <pre class="code">{curlExample(`${session.publicUrl}/i/<publicId>`)}</pre>
-        </Empty>
-      ) : null}
-      {list.items.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last 24 h</th>
-                <th scope="col">Ingest URL</th>
-                <th scope="col">Mode</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((w) => (
-                <tr key={w.id}>
-                  <td>
-                    <Link href={`/webhooks/${w.id}`}>{w.name || w.id}</Link>
-                  </td>
-                  <td>
-                    <Badge value={w.status} />
-                  </td>
-                  <td>
-                    <Sparkline activity={activity.data?.get(w.id)} />
-                  </td>
-                  <td>
-                    <code>{w.ingestUrl}</code>
-                  </td>
-                  <td>{w.deliveryMode}</td>
-                  <td>
-                    <Time value={w.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedTable
+        list={list}
+        label="Webhooks"
+        columns={['Name', 'Status', 'Last 24 h', 'Ingest URL', 'Mode', 'Created']}
+        empty={
+          <Empty title={status === 'all' ? 'No webhooks yet' : `No ${status} webhooks`}>
+            <p>Create a webhook with “New webhook”: it gets an ingest URL that accepts events. Then send a first event:</p>
+            <pre class="code">{curlExample(`${session.publicUrl}/i/<publicId>`)}</pre>
+          </Empty>
+        }
+        row={(w) => (
+          <tr key={w.id}>
+            <td>
+              <Link href={`/webhooks/${w.id}`}>{w.name || w.id}</Link>
+            </td>
+            <td>
+              <Badge value={w.status} />
+            </td>
+            <td>
+              <Sparkline activity={activity.data?.get(w.id)} />
+            </td>
+            <td>
+              <code>{w.ingestUrl}</code>
+            </td>
+            <td>{w.deliveryMode}</td>
+            <td>
+              <Time value={w.createdAt} />
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

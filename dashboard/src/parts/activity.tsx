@@ -16,7 +16,6 @@ export interface Activity {
 
 const ACTIVITY = graphql(`fragment WebhookActivity on Webhook @_unmask { metrics(window: "24h") { to series { t ingested succeeded failed } } }`);
 
-type Point = { t: string; ingested: number; succeeded: number; failed: number };
 
 export function useActivity(webhookIds: string[]) {
   const key = webhookIds.join(',');

@@ -1,7 +1,7 @@
 // The stored files of an event (form posts and emails): metadata, and how to fetch the bytes.
 import { gql, session } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ErrorBanner, Section, Time, useQuery } from '../ui.tsx';
+import { ErrorBanner, Section, Table, Time, useQuery } from '../ui.tsx';
 
 function size(n: number) {
   return n >= 1048576 ? `${(n / 1048576).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} B`;
@@ -16,36 +16,26 @@ export function EventFiles({ eventId }: { eventId: string }) {
       <ErrorBanner error={q.error} />
       {q.data?.length ? (
         <>
-          <div class="table-wrap">
-            <table aria-label="Files of the event">
-              <thead>
-                <tr>
-                  <th scope="col">File</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">SHA-256</th>
-                  <th scope="col">Kept until</th>
-                </tr>
-              </thead>
-              <tbody>
-                {q.data.map((f) => (
-                  <tr key={f.id} data-file-id={f.id}>
-                    <td>
-                      {f.filename} <code class="muted">{f.id}</code>
-                    </td>
-                    <td>{f.contentType}</td>
-                    <td>{size(f.size)}</td>
-                    <td>
-                      <code title={f.sha256}>{f.sha256.slice(0, 16)}…</code>
-                    </td>
-                    <td>
-                      <Time value={f.expiresAt} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table
+            label="Files of the event"
+            columns={['File', 'Type', 'Size', 'SHA-256', 'Kept until']}
+            items={q.data}
+            row={(f) => (
+              <tr key={f.id} data-file-id={f.id}>
+                <td>
+                  {f.filename} <code class="muted">{f.id}</code>
+                </td>
+                <td>{f.contentType}</td>
+                <td>{size(f.size)}</td>
+                <td>
+                  <code title={f.sha256}>{f.sha256.slice(0, 16)}…</code>
+                </td>
+                <td>
+                  <Time value={f.expiresAt} />
+                </td>
+              </tr>
+            )}
+          />
           <p class="muted">The delivered payload carries each file's signed link (fileRef.url). With an API key:</p>
           <pre class="code">{q.data.map((f) => `curl -OJ -H 'Authorization: Bearer <API key>' ${session.publicUrl}/v1/files/${f.id}`).join('\n')}</pre>
         </>

@@ -1,12 +1,10 @@
 // Browser forms (CONTRACT §12): form access and the allowed origins.
-import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ErrorBanner, Section, Select, TextArea, useAction, formText } from '../../ui.tsx';
+import { ActionForm, formText, Section, Select, TextArea, useAction } from '../../ui.tsx';
 import { WEBHOOK, type Webhook } from './webhook.ts';
 
 export function BrowserForms({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook) => void }) {
-  const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
     const origins = String(f.get('formAllowedOrigins') ?? '')
@@ -17,19 +15,10 @@ export function BrowserForms({ webhook, onSaved }: { webhook: Webhook; onSaved: 
       { id: webhook.id, formAccess: formText(f, 'formAccess'), formAllowedOrigins: origins.length ? origins : ['*'] },
     );
     onSaved(data.updateWebhook);
-    setSaved(true);
   });
   return (
     <Section title="Browser forms">
-      <form
-        class="stack"
-        key={webhook.updatedAt}
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void save.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={save} submit="Save form settings" done="Form settings saved." formKey={webhook.updatedAt}>
         <p class="muted">
           How a browser posts to the form ingest URL <code>{webhook.formIngestUrl}</code>. A post from an origin not listed is refused (403 origin_not_allowed); requests without an Origin (not a browser) are not subject to the list.
         </p>
@@ -50,18 +39,7 @@ export function BrowserForms({ webhook, onSaved }: { webhook: Webhook; onSaved: 
           placeholder="https://www.example.com"
           hint="One a line: * (any origin) or exact origins, scheme://host[:port] with no path and no trailing slash. Empty: *."
         />
-        <ErrorBanner error={save.error} />
-        {saved ? (
-          <p class="success-banner" role="status">
-            Form settings saved.
-          </p>
-        ) : null}
-        <div class="row">
-          <button type="submit" class="primary" disabled={save.pending}>
-            Save form settings
-          </button>
-        </div>
-      </form>
+      </ActionForm>
     </Section>
   );
 }

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql, toJson } from '../../graphql.ts';
-import { ConfirmButton, Copyable, ErrorBanner, Field, Json, Section, Select, TextArea, parseJsonField, useAction, formText } from '../../ui.tsx';
+import { ActionForm, ConfirmButton, Copyable, ErrorBanner, Field, formText, Json, parseJsonField, Section, Select, TextArea, useAction } from '../../ui.tsx';
 import { DESTINATION_TYPES } from '../../destination-types.ts';
 import type { Destination } from './webhook.ts';
 
@@ -75,25 +75,16 @@ function DestinationRow({ webhookId, d, onChange }: { webhookId: string; d: Dest
         </div>
       </div>
       {editing ? (
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={save} submit="Save destination">
           <Field label="Name" name="name" defaultValue={d.name} />
           <TextArea label="Config (JSON)" name="config" defaultValue={JSON.stringify(d.config, null, 2)} hint="Replaced as a whole; stored credentials are kept when left out." />
-          <button type="submit" class="primary" disabled={save.pending}>
-            Save destination
-          </button>
-        </form>
+        </ActionForm>
       ) : (
         <Json value={d.config} />
       )}
       {d.type === 'cli' ? <ListenerStatus webhookId={webhookId} d={d} /> : null}
       {d.hasCredentials ? <p class="muted">Credentials are stored (sealed, never shown).</p> : null}
-      <ErrorBanner error={save.error ?? remove.error} />
+      <ErrorBanner error={remove.error} />
     </li>
   );
 }
@@ -119,23 +110,13 @@ export function Destinations({ webhookId, destinations, onChange }: { webhookId:
       </ul>
       <details>
         <summary>Add a destination</summary>
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void add.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={add} submit="Add destination">
           <div class="grid">
             <Field label="Name" name="name" required placeholder="archive" />
             <Select label="Type" name="type" options={DESTINATION_TYPES} />
           </div>
           <TextArea label="Config (JSON)" name="config" placeholder='{"url": "https://example.com/archive"}' hint="webhook: {url, method?, headers?}; cli: {} (delivered through relay listen); other types take their own settings and credentials." />
-          <ErrorBanner error={add.error} />
-          <button type="submit" class="primary" disabled={add.pending}>
-            Add destination
-          </button>
-        </form>
+        </ActionForm>
       </details>
     </Section>
   );

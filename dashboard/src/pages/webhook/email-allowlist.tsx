@@ -1,7 +1,7 @@
 // Email sender allowlist: the senders the email address takes (list, add, delete).
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ConfirmButton, Empty, ErrorBanner, Field, LoadMore, Section, Time, useAction, usePaged } from '../../ui.tsx';
+import { ActionForm, ConfirmButton, Empty, Field, PagedTable, Section, Time, useAction, usePaged } from '../../ui.tsx';
 
 interface AllowlistEntry {
   id: string;
@@ -33,56 +33,32 @@ export function EmailAllowlist({ webhookId }: { webhookId: string }) {
         Senders the email address takes, matched case-insensitively against the From: address (else MAIL FROM): an address (ana@example.com), a domain (example.com, not its subdomains) or a local part on any domain
         (alerts@*). Empty: every sender. Mail from any other sender is accepted and dropped. Changes need Starter and above.
       </p>
-      <ErrorBanner error={list.error ?? remove.error} />
-      {!list.loading && !list.error && list.items.length === 0 ? <Empty title="No sender patterns">Every sender is taken. Add a pattern to take only those senders.</Empty> : null}
-      {list.items.length ? (
-        <div class="table-wrap">
-          <table aria-label="Sender patterns">
-            <thead>
-              <tr>
-                <th scope="col">Pattern</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((e) => (
-                <tr key={e.id} data-entry-id={e.id}>
-                  <td>
-                    <code>{e.pattern}</code>
-                  </td>
-                  <td>
-                    <Time value={e.createdAt} />
-                  </td>
-                  <td>
-                    <ConfirmButton label="Delete" danger small title={`Remove sender pattern ${e.pattern}?`} body="The next mail sees the change." onConfirm={() => remove.call(e.id)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void add.call(e.currentTarget);
-        }}
-      >
+      <PagedTable
+        list={list}
+        error={remove.error}
+        label="Sender patterns"
+        columns={['Pattern', 'Added']}
+        actions
+        empty={<Empty title="No sender patterns">Every sender is taken. Add a pattern to take only those senders.</Empty>}
+        row={(e) => (
+          <tr key={e.id} data-entry-id={e.id}>
+            <td>
+              <code>{e.pattern}</code>
+            </td>
+            <td>
+              <Time value={e.createdAt} />
+            </td>
+            <td>
+              <ConfirmButton label="Delete" danger small title={`Remove sender pattern ${e.pattern}?`} body="The next mail sees the change." onConfirm={() => remove.call(e.id)} />
+            </td>
+          </tr>
+        )}
+      />
+      <ActionForm action={add} submit="Add sender">
         <div class="row">
           <Field label="Sender pattern" name="pattern" required maxLength={254} autoComplete="off" placeholder="alerts@example.com" hint="At most 254 characters, no spaces, at most one @." />
         </div>
-        <ErrorBanner error={add.error} />
-        <div class="row">
-          <button type="submit" class="primary" disabled={add.pending}>
-            Add sender
-          </button>
-        </div>
-      </form>
+      </ActionForm>
     </Section>
   );
 }

@@ -1,15 +1,13 @@
 // Provider pack: the provider whose own signature ingest verifies, its secret and tolerance.
-import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ErrorBanner, Field, Section, Select, useAction, useQuery, formText } from '../../ui.tsx';
+import { ActionForm, ErrorBanner, Field, formText, Section, Select, useAction, useQuery } from '../../ui.tsx';
 
 export function ProviderPack({ webhookId }: { webhookId: string }) {
   const q = useQuery(
     () => gql(graphql(`query($id: ID!) { webhookProvider(id: $id) { provider toleranceSeconds } providers { items { id name secretDescription } } }`), { id: webhookId }),
     [webhookId],
   );
-  const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
     const tolerance = String(f.get('toleranceSeconds') ?? '');
@@ -19,37 +17,19 @@ export function ProviderPack({ webhookId }: { webhookId: string }) {
       secret: formText(f, 'secret'),
       tol: tolerance ? Number(tolerance) : null,
     });
-    setSaved(true);
     q.reload();
   });
   if (!q.data) return <ErrorBanner error={q.error} />;
   return (
     <Section title="Provider pack">
-      <form
-        class="stack"
-        key={q.data.webhookProvider.provider ?? ''}
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void save.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={save} submit="Save provider pack" done="Provider pack saved." formKey={q.data.webhookProvider.provider ?? ''}>
         <p class="muted">Ingest also verifies the provider's own signature (Starter and above). The secret is sealed and never shown.</p>
         <div class="grid">
           <Select label="Provider" name="provider" defaultValue={q.data.webhookProvider.provider ?? ''} options={[['', 'none'], ...q.data.providers.items.map((p) => [p.id, p.name] as [string, string])]} />
           <Field label="Provider secret" name="secret" type="password" autoComplete="off" hint="Left empty: the stored one is kept." />
           <Field label="Tolerance (s)" name="toleranceSeconds" type="number" min={1} max={86400} defaultValue={q.data.webhookProvider.toleranceSeconds ?? ''} />
         </div>
-        <ErrorBanner error={save.error} />
-        {saved ? (
-          <p class="success-banner" role="status">
-            Provider pack saved.
-          </p>
-        ) : null}
-        <button type="submit" class="primary" disabled={save.pending}>
-          Save provider pack
-        </button>
-      </form>
+      </ActionForm>
     </Section>
   );
 }

@@ -1,8 +1,7 @@
 // Quota overrides: this webhook's limits, tighter than the project's.
-import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ErrorBanner, Field, Section, useAction, useQuery } from '../../ui.tsx';
+import { ActionForm, ErrorBanner, Field, Section, useAction, useQuery } from '../../ui.tsx';
 
 const QUOTAS = ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'file_storage_bytes', 'replay_volume', 'payload_retention_seconds', 'history_retention_seconds'] as const;
 
@@ -22,7 +21,6 @@ export function QuotaOverrides({ webhookId }: { webhookId: string }) {
       ),
     [webhookId],
   );
-  const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
     const vars: Partial<Record<(typeof QUOTAS)[number], number | null>> = {};
@@ -38,37 +36,20 @@ export function QuotaOverrides({ webhookId }: { webhookId: string }) {
       `),
       { id: webhookId, ...vars },
     );
-    setSaved(true);
     q.reload();
   });
   if (!q.data) return <ErrorBanner error={q.error} />;
   const o = q.data.webhookQuotaOverrides;
   return (
     <Section title="Quota overrides">
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void save.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={save} submit="Save overrides" done="Overrides saved.">
         <p class="muted">Tighten the project's limits for this webhook; empty: the project's limit.</p>
         <div class="grid">
           {QUOTAS.map((k) => (
             <Field key={k} label={k.replace(/_/g, ' ')} name={k} type="number" min={0} defaultValue={o.quotaOverrides[k] ?? ''} hint={`In effect: ${o.effectiveQuotas[k]}`} />
           ))}
         </div>
-        <ErrorBanner error={save.error} />
-        {saved ? (
-          <p class="success-banner" role="status">
-            Overrides saved.
-          </p>
-        ) : null}
-        <button type="submit" class="primary" disabled={save.pending}>
-          Save overrides
-        </button>
-      </form>
+      </ActionForm>
     </Section>
   );
 }

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Section, Time, useAction, useQuery } from '../../ui.tsx';
+import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Section, Table, Time, useAction, useQuery } from '../../ui.tsx';
 
 export function Secrets({ webhookId }: { webhookId: string }) {
   const versions = useQuery(() => gql(graphql(`query($id: ID!) { webhookSecrets(id: $id) { items { kind version state createdAt expiresAt } } }`), { id: webhookId }).then((d) => d.webhookSecrets.items), [webhookId]);
@@ -35,36 +35,26 @@ export function Secrets({ webhookId }: { webhookId: string }) {
       </div>
       <ErrorBanner error={rotate.error ?? versions.error} />
       {versions.data ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Kind</th>
-                <th scope="col">Version</th>
-                <th scope="col">State</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-              </tr>
-            </thead>
-            <tbody>
-              {versions.data.map((v) => (
-                <tr key={`${v.kind}-${v.version}`}>
-                  <td>{v.kind}</td>
-                  <td>{v.version}</td>
-                  <td>
-                    <Badge value={v.state} />
-                  </td>
-                  <td>
-                    <Time value={v.createdAt} />
-                  </td>
-                  <td>
-                    <Time value={v.expiresAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          label="Secret versions"
+          columns={['Kind', 'Version', 'State', 'Created', 'Expires']}
+          items={versions.data}
+          row={(v) => (
+            <tr key={`${v.kind}-${v.version}`}>
+              <td>{v.kind}</td>
+              <td>{v.version}</td>
+              <td>
+                <Badge value={v.state} />
+              </td>
+              <td>
+                <Time value={v.createdAt} />
+              </td>
+              <td>
+                <Time value={v.expiresAt} />
+              </td>
+            </tr>
+          )}
+        />
       ) : null}
     </Section>
   );

@@ -1,13 +1,11 @@
 // Settings: every control of the webhook (only what changed is sent).
-import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ErrorBanner, Section, useAction } from '../../ui.tsx';
+import { ActionForm, Section, useAction } from '../../ui.tsx';
 import { WebhookControls, controlsFromForm } from '../../parts/webhook-controls.tsx';
 import { WEBHOOK, type Webhook } from './webhook.ts';
 
 export function Settings({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: Webhook) => void }) {
-  const [saved, setSaved] = useState(false);
   const save = useAction(async (form: HTMLFormElement) => {
     // Only what changed: an untouched control is not re-sent (nor checked against the tier again).
     const changed = Object.entries(controlsFromForm(form, true)).filter(([k, v]) => v !== undefined && JSON.stringify(v) !== JSON.stringify(webhook[k as keyof Webhook]));
@@ -19,32 +17,12 @@ export function Settings({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: 
       vars,
     );
     onSaved(data.updateWebhook);
-    setSaved(true);
   });
   return (
     <Section title="Settings">
-      <form
-        class="stack"
-        key={webhook.updatedAt}
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void save.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={save} submit="Save settings" done="Saved." formKey={webhook.updatedAt}>
         <WebhookControls initial={webhook} />
-        <ErrorBanner error={save.error} />
-        {saved ? (
-          <p class="success-banner" role="status">
-            Saved.
-          </p>
-        ) : null}
-        <div class="row">
-          <button type="submit" class="primary" disabled={save.pending}>
-            Save settings
-          </button>
-        </div>
-      </form>
+      </ActionForm>
     </Section>
   );
 }

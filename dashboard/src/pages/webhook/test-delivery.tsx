@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ErrorBanner, Field, Json, Section, TextArea, parseJsonField, useAction, formText } from '../../ui.tsx';
+import { ActionForm, Field, formText, Json, parseJsonField, Section, TextArea, useAction } from '../../ui.tsx';
 
 export function Probe({ webhookId }: { webhookId: string }) {
   const [result, setResult] = useState<any>();
@@ -28,13 +28,7 @@ export function Probe({ webhookId }: { webhookId: string }) {
   return (
     <Section title="Test delivery">
       <p class="muted">Runs routing and the saved transform against a sample event. Nothing is stored or sent.</p>
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void run.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={run} submit="Run probe">
         <div class="grid">
           <Field label="Method" name="method" defaultValue="POST" />
           <Field label="Path" name="path" placeholder="/orders" />
@@ -42,11 +36,7 @@ export function Probe({ webhookId }: { webhookId: string }) {
         </div>
         <TextArea label="Body (JSON)" name="body" defaultValue={'{"type": "order.created", "data": {"amount": 42}}'} />
         <TextArea label="Headers (JSON)" name="headers" placeholder='{"x-event": "order"}' />
-        <ErrorBanner error={run.error} />
-        <button type="submit" class="primary" disabled={run.pending}>
-          Run probe
-        </button>
-      </form>
+      </ActionForm>
       {result ? (
         <div class="stack" aria-live="polite" data-testid="probe-result">
           <dl class="facts">

@@ -2,11 +2,10 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ErrorBanner, Field, Section, Select, TextArea, useAction, useQuery, formText } from '../../ui.tsx';
+import { ActionForm, Field, formText, Section, Select, TextArea, useAction, useQuery } from '../../ui.tsx';
 
 export function Transform({ webhookId, transform }: { webhookId: string; transform: { kind: string | null; expression: string | null; automationId: string | null; version: number | null } }) {
   const [kind, setKind] = useState(transform.kind ?? '');
-  const [saved, setSaved] = useState(false);
   // The project's automations, for kind "automation" (Starter and above; an error here only hides the list).
   const automations = useQuery(() => gql(graphql(`{ automations(limit: 100) { items { id name currentVersion status } } }`)).then((d) => d.automations.items), []);
   const save = useAction(async (form: HTMLFormElement) => {
@@ -19,18 +18,10 @@ export function Transform({ webhookId, transform }: { webhookId: string; transfo
       automationId: kind === 'automation' ? formText(f, 'automationId') : undefined,
       version: kind === 'automation' && version ? Number(version) : undefined,
     });
-    setSaved(true);
   });
   return (
     <Section title="Transform">
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(false);
-          void save.call(e.currentTarget);
-        }}
-      >
+      <ActionForm action={save} submit="Save transform" done="Transform saved.">
         <Select
           label="Kind"
           name="kind"
@@ -63,16 +54,7 @@ export function Transform({ webhookId, transform }: { webhookId: string; transfo
             <Field label="Version" name="version" type="number" min={1} defaultValue={transform.version ?? ''} hint="Empty: the latest, pinned now." />
           </div>
         ) : null}
-        <ErrorBanner error={save.error} />
-        {saved ? (
-          <p class="success-banner" role="status">
-            Transform saved.
-          </p>
-        ) : null}
-        <button type="submit" class="primary" disabled={save.pending}>
-          Save transform
-        </button>
-      </form>
+      </ActionForm>
     </Section>
   );
 }
