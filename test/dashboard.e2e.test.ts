@@ -159,6 +159,24 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     await shot('06-replayed');
   });
 
+  it('shows the webhook’s own recent deliveries on its page, a new one live', async () => {
+    await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    const recent = page.locator('#recent-deliveries');
+    await recent.locator(`tr[data-delivery-id="${deliveryId}"]`).waitFor();
+    await recent.locator('.live:not(.off)').waitFor();
+    // Give the subscription a moment to be registered server-side (as for the deliveries page).
+    await new Promise((r) => setTimeout(r, 500));
+    const sent = await ingest(app, webhook.publicId, { headers: { authorization: `Bearer ${webhook.ingestSecret}` }, body: '{"type":"order.created","id":2}' });
+    expect(sent.status).toBe(202);
+    // No reload: the row arrives over graphql-ws, then turns succeeded.
+    const row = recent.locator(`tr[data-delivery-id="${sent.body.deliveryId}"]`);
+    await row.waitFor();
+    await row.getByText('succeeded').waitFor();
+    await recent.getByRole('link', { name: 'All deliveries' }).waitFor();
+    await shot('06b-webhook-recent-deliveries');
+  });
+
   it('rotates the ingest secret, showing the new one once', async () => {
     await page.goto(`/dashboard/webhooks/${webhook.id}`);
     await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
