@@ -7,14 +7,14 @@ import { graphql } from '../graphql.ts';
 import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 function Versions({ id, current, onAdded }: { id: string; current: number; onAdded: () => void }) {
-  const versions = usePaged<any>((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationVersions), [id, current]);
+  const versions = usePaged((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationVersions), [id, current]);
   const [added, setAdded] = useState<number>();
   const add = useAction(async (form: HTMLFormElement) => {
     const d = await gql(graphql(`mutation($id: ID!, $code: String) { createAutomationVersion(id: $id, code: $code) { version } }`), { id, code: String(new FormData(form).get('code') ?? '') || undefined });
     setAdded(d.createAutomationVersion.version);
     onAdded();
   });
-  const latest = versions.items.find((v: any) => v.version === current);
+  const latest = versions.items.find((v) => v.version === current);
   return (
     <>
       <Section title="Code">
@@ -46,7 +46,7 @@ function Versions({ id, current, onAdded }: { id: string; current: number; onAdd
       <Section title="Versions">
         <ErrorBanner error={versions.error} />
         <ul class="list stack">
-          {versions.items.map((v: any) => (
+          {versions.items.map((v) => (
             <li key={v.version}>
               <details>
                 <summary>

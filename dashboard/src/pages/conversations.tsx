@@ -29,7 +29,7 @@ function Contacts({ current, version }: { current?: string; version: number }) {
     form.reset();
     q.reload();
   });
-  const contacts: any[] = q.data?.contacts.data ?? [];
+  const contacts = q.data?.contacts.data ?? [];
   return (
     <Section title="Contacts">
       <ErrorBanner error={q.error} />
@@ -48,7 +48,7 @@ function Contacts({ current, version }: { current?: string; version: number }) {
         ))}
       </ul>
       {q.data?.contacts.has_more ? (
-        <button type="button" onClick={() => setPages([...pages, contacts.at(-1).id])}>
+        <button type="button" onClick={() => setPages([...pages, contacts.at(-1)!.id])}>
           Next contacts
         </button>
       ) : null}

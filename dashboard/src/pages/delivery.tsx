@@ -2,10 +2,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { gql, subscribe } from '../api.ts';
-import { graphql } from '../graphql.ts';
+import { graphql, type ResultOf } from '../graphql.ts';
 import { Badge, ConfirmButton, ErrorBanner, Json, Loading, Page, Section, Time, useAction, useQuery } from '../ui.tsx';
 import { DELIVERY_FIELDS, type Delivery } from '../parts/deliveries.tsx';
 import { EventFiles } from '../parts/event-files.tsx';
+
+const REPLAY = graphql(`mutation($id: ID!) { replayDelivery(id: $id) { id status created total } }`);
 
 export default function DeliveryPage({ params }: { params: Record<string, string | undefined> }) {
   const id = params.id!;
@@ -21,9 +23,9 @@ export default function DeliveryPage({ params }: { params: Record<string, string
       ),
     [id],
   );
-  const [replayed, setReplayed] = useState<any>();
+  const [replayed, setReplayed] = useState<ResultOf<typeof REPLAY>['replayDelivery']>();
   const replay = useAction(async () => {
-    const d = await gql(graphql(`mutation($id: ID!) { replayDelivery(id: $id) { id status created total } }`), { id });
+    const d = await gql(REPLAY, { id });
     setReplayed(d.replayDelivery);
     q.reload();
   });
@@ -38,7 +40,7 @@ export default function DeliveryPage({ params }: { params: Record<string, string
   if (q.error) return <Page title="Delivery"><ErrorBanner error={q.error} /><Link href="/deliveries">Back to deliveries</Link></Page>;
   if (!q.data) return <Loading />;
   const d: Delivery = q.data.delivery;
-  const attempts: any[] = q.data.deliveryAttempts.items;
+  const attempts = q.data.deliveryAttempts.items;
   return (
     <Page
       title={`Delivery ${d.id}`}
@@ -116,7 +118,7 @@ export default function DeliveryPage({ params }: { params: Record<string, string
       <Section title="Replays">
         {q.data.deliveryReplayJobs.items.length === 0 ? <p class="muted">Not replayed.</p> : null}
         <ul>
-          {q.data.deliveryReplayJobs.items.map((j: any) => (
+          {q.data.deliveryReplayJobs.items.map((j) => (
             <li key={j.id}>
               <code>{j.id}</code> <Badge value={j.status} /> {j.created}/{j.total} created, <Time value={j.createdAt} />
             </li>

@@ -2,12 +2,19 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { graphql } from '../graphql.ts';
+import { graphql, type ResultOf } from '../graphql.ts';
 import { Badge, ConfirmButton, Empty, Field, Page, PagedTable, Select, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
 import { isoOf } from './deliveries.tsx';
 
 const EXPORT_PAGE_CAP = 500; // 20 rows a page: at most 10,000 rows per export
+
+/** One page of the DLQ export. */
+const DLQ_EXPORT = graphql(`query($cursor: String, $webhookId: String, $state: String, $from: String, $to: String) {
+  dlqExport(limit: 20, cursor: $cursor, webhookId: $webhookId, state: $state, from: $from, to: $to) {
+    items { id deliveryId webhookId eventId reason attempts createdAt redrivenAt contentType payloadBase64 lastAttempt { statusCode durationMs error } } nextCursor
+  }
+}`);
 
 export default function DlqPage() {
   const [, navigate] = useLocation();
@@ -50,14 +57,7 @@ export default function DlqPage() {
     const rows: unknown[] = [];
     let cursor: string | null = null;
     for (let page = 0; page < EXPORT_PAGE_CAP; page++) {
-      const d: any = await gql(
-        graphql(`query($cursor: String, $webhookId: String, $state: String, $from: String, $to: String) {
-          dlqExport(limit: 20, cursor: $cursor, webhookId: $webhookId, state: $state, from: $from, to: $to) {
-            items { id deliveryId webhookId eventId reason attempts createdAt redrivenAt contentType payloadBase64 lastAttempt { statusCode durationMs error } } nextCursor
-          }
-        }`),
-        { cursor, ...vars },
-      );
+      const d: ResultOf<typeof DLQ_EXPORT> = await gql(DLQ_EXPORT, { cursor, ...vars });
       rows.push(...d.dlqExport.items);
       cursor = d.dlqExport.nextCursor;
       if (!cursor) break;

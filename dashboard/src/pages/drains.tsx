@@ -2,7 +2,7 @@
 // batches. Create (the signing secret shown once), edit, enable/disable, rotate the secret, delete.
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import { graphql } from '../graphql.ts';
+import { graphql, type ResultOf } from '../graphql.ts';
 import { ActionForm, Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export const DRAIN_EVENTS = ['delivery.succeeded', 'delivery.failed', 'delivery.retrying', 'attempt.finished', 'dlq.added', 'webhook.changed'];
@@ -18,7 +18,9 @@ function drainVars(form: HTMLFormElement) {
   };
 }
 
-function DrainFields({ d }: { d?: any }) {
+type Drain = ResultOf<typeof FIELDS>;
+
+function DrainFields({ d }: { d?: Drain }) {
   return (
     <>
       <div class="grid">
@@ -51,7 +53,7 @@ function SecretOnce({ title, secret }: { title: string; secret: string }) {
   );
 }
 
-function DrainCard({ d, onChange }: { d: any; onChange: () => void }) {
+function DrainCard({ d, onChange }: { d: Drain; onChange: () => void }) {
   const [editing, setEditing] = useState(false);
   const [secret, setSecret] = useState<string>();
   const save = useAction(async (form: HTMLFormElement) => {
@@ -135,7 +137,7 @@ export default function DrainsPage() {
       {list.loading && !list.items.length ? <Loading /> : null}
       {!list.loading && !list.error && list.items.length === 0 ? <Empty title="No drains yet">Add one below with the URL that should receive the batches.</Empty> : null}
       <ul class="list stack">
-        {list.items.map((d: any) => (
+        {list.items.map((d) => (
           <DrainCard key={`${d.id}-${d.updatedAt}`} d={d} onChange={list.reload} />
         ))}
       </ul>

@@ -126,7 +126,7 @@ export default function MetricsPage() {
             <BarChart
               label={`Deliveries per ${per(m.bucketSeconds)} over ${m.window}: ${m.totals.succeeded} succeeded, ${m.totals.failed} failed`}
               bucketSeconds={m.bucketSeconds}
-              data={m.series.map((p: any) => ({
+              data={m.series.map((p) => ({
                 t: p.t,
                 parts: [
                   { name: 'succeeded', value: p.succeeded, color: OK },
@@ -173,7 +173,7 @@ export default function MetricsPage() {
               Oldest pending: {b.oldestPendingAt ? new Date(b.oldestPendingAt).toLocaleString() : 'none'}.{' '}
               {b.dlqDepth ? <Link href={`/dlq?webhookId=${encodeURIComponent(webhookId)}`}>Open the dead-letter queue</Link> : null}
             </p>
-            <LineChart label={`Highest backlog depth per ${per(m.bucketSeconds)} over ${m.window} (sampled once a minute)`} bucketSeconds={m.bucketSeconds} data={b.series.map((p: any) => ({ t: p.t, value: p.depth }))} />
+            <LineChart label={`Highest backlog depth per ${per(m.bucketSeconds)} over ${m.window} (sampled once a minute)`} bucketSeconds={m.bucketSeconds} data={b.series.map((p) => ({ t: p.t, value: p.depth }))} />
           </Section>
         </>
       ) : null}

@@ -5,7 +5,7 @@ import { graphql } from '../graphql.ts';
 import { ErrorBanner, Loading, Page, Table, useQuery } from '../ui.tsx';
 
 export default function ProvidersPage() {
-  const q = useQuery(() => gql(graphql(`{ providers { items { id name scheme header secretDescription toleranceSeconds eventType deliveryId } } }`)).then((d) => d.providers.items as any[]), []);
+  const q = useQuery(() => gql(graphql(`{ providers { items { id name scheme header secretDescription toleranceSeconds eventType deliveryId } } }`)).then((d) => d.providers.items), []);
   return (
     <Page title="Provider packs">
       <p>

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
-import { graphql } from '../graphql.ts';
+import { graphql, type ResultOf } from '../graphql.ts';
 import { ActionForm, Badge, ConfirmButton, Empty, ErrorBanner, Field, formText, Loading, LoadMore, Page, parseJsonField, Section, TextArea, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 
@@ -21,7 +21,9 @@ function scheduleVars(form: HTMLFormElement) {
   };
 }
 
-function ScheduleFields({ s }: { s?: any }) {
+type Schedule = ResultOf<typeof FIELDS>;
+
+function ScheduleFields({ s }: { s?: Schedule }) {
   return (
     <>
       <div class="grid">
@@ -39,7 +41,7 @@ function ScheduleFields({ s }: { s?: any }) {
   );
 }
 
-function ScheduleCard({ webhookId, s, onChange }: { webhookId: string; s: any; onChange: () => void }) {
+function ScheduleCard({ webhookId, s, onChange }: { webhookId: string; s: Schedule; onChange: () => void }) {
   const [editing, setEditing] = useState(false);
   const [note, setNote] = useState<string>();
   const save = useAction(async (form: HTMLFormElement) => {
@@ -145,7 +147,7 @@ export default function SchedulesPage() {
       {list.loading && !list.items.length ? <Loading /> : null}
       {!list.loading && !list.error && list.items.length === 0 && webhookId ? <Empty title="No schedules on this webhook">Add one below: each tick becomes an event of the webhook, delivered like any other.</Empty> : null}
       <ul class="list stack">
-        {list.items.map((s: any) => (
+        {list.items.map((s) => (
           <ScheduleCard key={`${s.id}-${s.updatedAt}`} webhookId={webhookId} s={s} onChange={list.reload} />
         ))}
       </ul>

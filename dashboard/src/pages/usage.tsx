@@ -37,7 +37,7 @@ export default function UsagePage() {
   if (q.error) return <Page title="Usage & quotas"><ErrorBanner error={q.error} /></Page>;
   if (!q.data) return <Loading />;
   const p = q.data.project;
-  const max = Math.max(1, ...q.data.usage.days.map((d: any) => d.deliveries));
+  const max = Math.max(1, ...q.data.usage.days.map((d) => d.deliveries));
   return (
     <Page title="Usage & quotas">
       <Section title={`Project “${p.name}” — ${p.tier} tier`}>

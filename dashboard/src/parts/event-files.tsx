@@ -8,7 +8,7 @@ function size(n: number) {
 }
 
 export function EventFiles({ eventId }: { eventId: string }) {
-  const q = useQuery(() => gql(graphql(`query($e: ID!) { eventFiles(eventId: $e) { id filename contentType size sha256 createdAt expiresAt } }`), { e: eventId }).then((d) => d.eventFiles as any[]), [eventId]);
+  const q = useQuery(() => gql(graphql(`query($e: ID!) { eventFiles(eventId: $e) { id filename contentType size sha256 createdAt expiresAt } }`), { e: eventId }).then((d) => d.eventFiles), [eventId]);
   // Events other than form posts and emails have no files: the section only shows when there are some.
   if (!q.error && !q.data?.length) return null;
   return (

@@ -1,28 +1,27 @@
 // Test delivery: routing and the saved transform run against a sample event (nothing stored or sent).
 import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
-import { graphql } from '../../graphql.ts';
+import { graphql, type ResultOf } from '../../graphql.ts';
 import { ActionForm, Field, formText, Json, parseJsonField, Section, TextArea, useAction } from '../../ui.tsx';
 
+const PROBE = graphql(`mutation($id: ID!, $body: JSON, $headers: JSON, $method: String, $path: String, $contentType: String) {
+  testWebhookDelivery(id: $id, body: $body, headers: $headers, method: $method, path: $path, contentType: $contentType) {
+    matchedRule { name priority match } destination { id name type config } transformed payload transformError
+  }
+}`);
+
 export function Probe({ webhookId }: { webhookId: string }) {
-  const [result, setResult] = useState<any>();
+  const [result, setResult] = useState<ResultOf<typeof PROBE>['testWebhookDelivery']>();
   const run = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
-    const data = await gql(
-      graphql(`mutation($id: ID!, $body: JSON, $headers: JSON, $method: String, $path: String, $contentType: String) {
-        testWebhookDelivery(id: $id, body: $body, headers: $headers, method: $method, path: $path, contentType: $contentType) {
-          matchedRule { name priority match } destination { id name type config } transformed payload transformError
-        }
-      }`),
-      {
-        id: webhookId,
-        body: parseJsonField(String(f.get('body')), 'Body'),
-        headers: parseJsonField(String(f.get('headers')), 'Headers'),
-        method: formText(f, 'method'),
-        path: formText(f, 'path'),
-        contentType: formText(f, 'contentType'),
-      },
-    );
+    const data = await gql(PROBE, {
+      id: webhookId,
+      body: parseJsonField(String(f.get('body')), 'Body'),
+      headers: parseJsonField(String(f.get('headers')), 'Headers'),
+      method: formText(f, 'method'),
+      path: formText(f, 'path'),
+      contentType: formText(f, 'contentType'),
+    });
     setResult(data.testWebhookDelivery);
   });
   return (
