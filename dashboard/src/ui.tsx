@@ -73,7 +73,7 @@ export type Action = { call(form: HTMLFormElement): Promise<unknown>; pending: b
  * and the submit button (disabled while pending). `class="row"`: the fields and the button on one
  * line, the error and notice under it.
  */
-export function ActionForm({ action, submit, done, children, class: cls = 'stack', formKey }: { action: Action; submit: string; done?: string; children: ComponentChildren; class?: 'stack' | 'row'; formKey?: string }) {
+export function ActionForm({ action, submit, done, children, class: cls = 'stack', formKey }: { action: Action; submit: string; done?: ComponentChildren; children: ComponentChildren; class?: 'stack' | 'row'; formKey?: string }) {
   const button = (
     <button type="submit" class="primary" disabled={action.pending}>
       {submit}
@@ -348,13 +348,13 @@ export function ConfirmButton(props: {
 
 type InputProps = JSX.InputHTMLAttributes<HTMLInputElement> & { label: string; hint?: ComponentChildren; name: string };
 
-/** A labelled input; `hint` is tied to it with aria-describedby. */
-export function Field({ label, hint, name, ...rest }: InputProps) {
+/** A field's label, its control (made by `control` with the id and the hint's id) and its hint. */
+function Labelled({ label, hint, control }: { label: string; hint?: ComponentChildren; control: (id: string, describedBy: string | undefined) => ComponentChildren }) {
   const id = useId();
   return (
     <div class="field">
       <label for={id}>{label}</label>
-      <input id={id} name={name} aria-describedby={hint ? `${id}-hint` : undefined} {...rest} />
+      {control(id, hint ? `${id}-hint` : undefined)}
       {hint ? (
         <small id={`${id}-hint`} class="muted">
           {hint}
@@ -362,41 +362,32 @@ export function Field({ label, hint, name, ...rest }: InputProps) {
       ) : null}
     </div>
   );
+}
+
+/** A labelled input; `hint` is tied to it with aria-describedby. */
+export function Field({ label, hint, name, ...rest }: InputProps) {
+  return <Labelled label={label} hint={hint} control={(id, describedBy) => <input id={id} name={name} aria-describedby={describedBy} {...rest} />} />;
 }
 
 export function TextArea({ label, hint, name, ...rest }: JSX.TextareaHTMLAttributes<HTMLTextAreaElement> & { label: string; hint?: ComponentChildren; name: string }) {
-  const id = useId();
-  return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      <textarea id={id} name={name} spellcheck={false} aria-describedby={hint ? `${id}-hint` : undefined} {...rest} />
-      {hint ? (
-        <small id={`${id}-hint`} class="muted">
-          {hint}
-        </small>
-      ) : null}
-    </div>
-  );
+  return <Labelled label={label} hint={hint} control={(id, describedBy) => <textarea id={id} name={name} spellcheck={false} aria-describedby={describedBy} {...rest} />} />;
 }
 
 export function Select({ label, name, options, hint, ...rest }: JSX.SelectHTMLAttributes<HTMLSelectElement> & { label: string; name: string; hint?: ComponentChildren; options: [string, string][] }) {
-  const id = useId();
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      <select id={id} name={name} aria-describedby={hint ? `${id}-hint` : undefined} {...rest}>
-        {options.map(([v, l]) => (
-          <option value={v} key={v}>
-            {l}
-          </option>
-        ))}
-      </select>
-      {hint ? (
-        <small id={`${id}-hint`} class="muted">
-          {hint}
-        </small>
-      ) : null}
-    </div>
+    <Labelled
+      label={label}
+      hint={hint}
+      control={(id, describedBy) => (
+        <select id={id} name={name} aria-describedby={describedBy} {...rest}>
+          {options.map(([v, l]) => (
+            <option value={v} key={v}>
+              {l}
+            </option>
+          ))}
+        </select>
+      )}
+    />
   );
 }
 

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
+import { ActionForm, Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 function Versions({ id, current, onAdded }: { id: string; current: number; onAdded: () => void }) {
   const versions = usePaged((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationVersions), [id, current]);
@@ -20,27 +20,9 @@ function Versions({ id, current, onAdded }: { id: string; current: number; onAdd
       <Section title="Code">
         {versions.loading && !latest ? <Loading /> : null}
         {latest ? (
-          <form
-            key={latest.version}
-            class="stack"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void add.call(e.currentTarget);
-            }}
-          >
+          <ActionForm action={add} submit="Add version" done={added ? `Version ${added} added.` : undefined} formKey={String(latest.version)}>
             <TextArea label={`Code (editing v${latest.version}; saving adds a version)`} name="code" rows={16} class="code-editor" defaultValue={latest.code} hint="Versions are immutable: webhooks that pin an older version keep running it." />
-            <ErrorBanner error={add.error} />
-            {added ? (
-              <p class="success-banner" role="status">
-                Version {added} added.
-              </p>
-            ) : null}
-            <div class="row">
-              <button type="submit" class="primary" disabled={add.pending}>
-                Add version
-              </button>
-            </div>
-          </form>
+          </ActionForm>
         ) : null}
       </Section>
       <Section title="Versions">

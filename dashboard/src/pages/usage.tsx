@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ErrorBanner, Field, formText, Loading, Page, Section, Table, useAction, useQuery } from '../ui.tsx';
+import { ActionForm, ErrorBanner, Field, formText, Loading, Page, Section, Table, useAction, useQuery } from '../ui.tsx';
 
 const GAUGES = ['monthly_deliveries', 'backlog_depth', 'stored_payload_bytes', 'file_storage_bytes', 'replay_volume'] as const;
 const LIMITS = ['ingest_rate', 'payload_retention_seconds', 'history_retention_seconds'] as const;
@@ -41,22 +41,12 @@ export default function UsagePage() {
   return (
     <Page title="Usage & quotas">
       <Section title={`Project “${p.name}” — ${p.tier} tier`}>
-        <form
-          class="row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.call(e.currentTarget);
-          }}
-        >
+        <ActionForm action={save} submit="Save" class="row">
           <Field label="Project name" name="name" defaultValue={p.name} />
           <label class="row">
             <input type="checkbox" name="overage" defaultChecked={p.overageEnabled} /> Allow monthly-delivery overage (paid tiers)
           </label>
-          <button type="submit" disabled={save.pending}>
-            Save
-          </button>
-        </form>
-        <ErrorBanner error={save.error} />
+        </ActionForm>
       </Section>
       <Section title={`This month (${p.usage.month})`}>
         <div class="stack">
