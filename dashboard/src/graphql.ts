@@ -46,6 +46,7 @@ type HasUnknown<T> = unknown extends T
  */
 export type KnownFields<T> = HasUnknown<T> extends true ? { 'a field of this document is not in schema.graphql': never } : unknown;
 
+/** Every custom scalar of schema.graphql must be listed here: one left out is typed `unknown`, which `KnownFields` refuses. */
 type Graphql = initGraphQLTada<{
   introspection: introspection;
   scalars: {
