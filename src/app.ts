@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { makeWorkerUtils, run, type Runner, type Task, type WorkerEvents } from 'graphile-worker';
-import { createTaskList, CRONTAB } from '../jobs/index.ts';
+import { beforeRunnerStart, createTaskList, CRONTAB } from '../jobs/index.ts';
 import { startTracing, tracingEnabled, withSpan } from './tracing.ts';
 import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
@@ -159,6 +159,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
           }
         });
     };
+    await beforeRunnerStart(rt);
     runner = await startRunner();
     sweeper = startDeliverySweeper(rt);
     drainScheduler = startDrainScheduler(rt);

@@ -5,6 +5,10 @@ import { purgeExpiredFiles } from '../files/service.ts';
 import { log } from '../log.ts';
 import { projectQuotas, webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
+import { dropExpiredPartitions } from './partitions.ts';
+
+// The partition job's entry points, offered through this public module (src/retention/partitions.ts).
+export { ensureHistoryPartitions, PARTITION_CRONTAB, PARTITION_TASK } from './partitions.ts';
 
 /**
  * Retention: what the history and payload retention quotas (tier, Enterprise custom quotas, a
@@ -72,6 +76,8 @@ export interface RetentionReport {
   filesPurged: number;
   /** Metric roll-up buckets and backlog samples past history retention (src/metrics). */
   rollupsDeleted: number;
+  /** Whole days of history dropped (partitions past every project's history retention: src/retention/partitions.ts). */
+  partitionsDropped: string[];
   complete: boolean;
 }
 
@@ -99,6 +105,7 @@ export async function runRetention(rt: Pick<Runtime, 'db' | 'workerUtils'> & Par
     counterRowsFolded: 0,
     filesPurged: 0,
     rollupsDeleted: 0,
+    partitionsDropped: [],
     complete: true,
   };
   // A session-level lock held across statements: on the server itself, never through a pooler.
@@ -241,6 +248,10 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
   const files = await purgeExpiredFiles({ db: rt.db, config: rt.config ?? processConfig }, { batchSize: s.batchSize, now: s.now, deadline: s.deadline });
   report.filesPurged += files.purged;
   if (!files.complete) report.complete = false;
+  // Whole days past every project's history retention go at once; the batches below then work
+  // only inside the days still needed by someone.
+  const dropped = await dropExpiredPartitions(db, { now: s.now, batchSize: s.batchSize, deadline: s.deadline });
+  report.partitionsDropped.push(...dropped.dropped);
   // Webhooks, by primary key in pages: each with its effective limits.
   for (let after = ''; ; ) {
     const { rows } = await db.query<WebhookRow>(
