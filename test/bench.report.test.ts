@@ -1,6 +1,8 @@
 // The benchmark harness's pure parts: its command line and how a figure is set against its baseline.
 import { describe, expect, it } from 'vitest';
+import { capacityMarkdown, coresFor, perEvent, predictedOnCoresLeft, predictedRate } from '../bench/capacity-model.ts';
 import { cpuPerEvent } from '../bench/cpu.ts';
+import type { CapacityOutput } from '../bench/load/capacity-process.ts';
 import { DEFAULT_SWEEP_RATES, parseOptions, resolveRate } from '../bench/options.ts';
 import { ofFloor, renderMarkdown, withRatio, type Report } from '../bench/report.ts';
 import type { Result } from '../bench/scenario.ts';
@@ -89,5 +91,46 @@ describe('bench report', () => {
     expect(md).toContain('| drain, defaults (maxInFlight 10) | 1,500 deliveries/s | 0.75× | 0 | 0 |');
     expect(md).toContain('## CPU per delivered event');
     expect(md).toContain('| drain, defaults (maxInFlight 10) | 10,000 | 10 | 1.60 | 2.00 | 3.60 | 1.60 | 2.00 |');
+  });
+});
+
+describe('bench capacity model', () => {
+  const out = (over: Partial<CapacityOutput>): CapacityOutput => ({
+    seconds: 10,
+    ingested: 2_000,
+    delivered: 2_000,
+    requests: 2_000,
+    failures: 0,
+    ingestP50Ms: 5,
+    ingestP99Ms: 20,
+    cpuMs: { api: 2_000, runner: 2_000, postgres: 5_000, load: 1_000 },
+    walBytes: 20_000_000,
+    peakConnections: 86,
+    backlogAtEnd: 0,
+    machineBusyCores: 2,
+    ...over,
+  });
+
+  it('divides each process group’s CPU, the WAL and the connections by the delivered events', () => {
+    const c = perEvent({ processes: 1, out: out({}) });
+    expect(c).toMatchObject({ deliveredPerSec: 200, apiMs: 1, runnerMs: 1, postgresMs: 2.5, loadMs: 0.5, totalMs: 5, walBytes: 10_000, connectionsPerPair: 86, ownCores: 1, otherCores: 1 });
+    expect(perEvent({ processes: 2, out: out({ peakConnections: 172 }) }).connectionsPerPair).toBe(86);
+  });
+
+  it('predicts cores ÷ total CPU per event, and on the cores other work left', () => {
+    const c = perEvent({ processes: 1, out: out({}) });
+    expect(predictedRate(c, 2)).toBe(400);
+    expect(predictedOnCoresLeft(c, 2, c), 'other work took 1 of the 2 cores').toBe(200);
+    expect(predictedOnCoresLeft(c, 2, perEvent({ processes: 1, out: out({ machineBusyCores: undefined }) }))).toBeUndefined();
+    expect(coresFor(10_000, 2.5), 'PostgreSQL at 70 %').toBeCloseTo(35.71, 2);
+  });
+
+  it('prints the measured costs, predicted vs measured, and the sizing at 1,000, 10,000 and 50,000 deliveries/s', () => {
+    const md = capacityMarkdown([{ processes: 1, out: out({}) }, { processes: 2, out: out({ delivered: 1_000, peakConnections: 172 }) }], 2);
+    expect(md).toContain('| 1 + 1 | 200 | 200 | 1.000 | 1.000 | 2.500 | 0.500 | 5.000 | 10,000 | 86 | 0 |');
+    expect(md).toContain('| 1 + 1 | 400 | 200 | 2.00 |');
+    expect(md).toContain('| 2 + 2 | 400 | 100 | 4.00 |');
+    expect(md).toContain('| 10,000 | 14.3 | 14.3 | 35.7 | 100.0 |');
+    expect(md).toContain('16 cores saturates (at 70 %) at 4,480');
   });
 });
