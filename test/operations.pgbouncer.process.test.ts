@@ -17,6 +17,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { freePort } from '../src/db/embedded.ts';
+import { dropHistoryPartition, listHistoryPartitions } from '../src/retention/partitions.ts';
 import { waitFor } from './support/app.ts';
 import { createTestDatabase, serverUrl } from './support/database.ts';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from './support/pgbouncer.ts';
@@ -265,14 +266,37 @@ describe.skipIf(!BINARY)('the service behind PgBouncer in transaction mode', () 
       expect(at('/channels')).toHaveLength(2);
     });
 
-    it('delivers a steady ingest of 400 events across both processes each exactly once', async () => {
+    it('delivers a steady ingest of 400 events across both processes each exactly once, while a day of history is partitioned and one dropped', async () => {
       const wh = await createWebhook(0, { url: `${receiver.url}/steady`, maxInFlight: 20 });
       const N = 400;
       const accepted: string[] = [];
+      // The history partitions' DDL on the tables ingest and delivery write (on the server, as the
+      // partition job and retention run it): a day 30 days ahead created, then dropped.
+      const direct = new pg.Pool({ connectionString: urls.direct, max: 2 });
+      const day = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+      const suffix = `_p${day.replaceAll('-', '')}`;
+      let ddl: Promise<{ created: string[]; dropped: string[] }> | undefined;
+      const partitionAndDrop = async () => {
+        const created = (await direct.query<{ p: string }>('SELECT history_partitions_ensure($1::date, 1) AS p', [day])).rows.map((r) => r.p);
+        await new Promise((r) => setTimeout(r, 1_000));
+        const dropped: string[] = [];
+        for (const p of (await listHistoryPartitions(direct)).filter((x) => x.name.endsWith(suffix))) {
+          // A drop that waited too long for a lock gives up (the writers go first): it is tried again, as retention would.
+          for (let tries = 0; tries < 30; tries++) {
+            if (await dropHistoryPartition(direct, p, { batchSize: 500, deadline: Date.now() + 10_000 })) {
+              dropped.push(p.name);
+              break;
+            }
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+        return { created, dropped };
+      };
       // 100 events/s for 4 s, alternating between the two API processes.
       const start = Date.now();
       const sends: Promise<void>[] = [];
       for (let n = 0; n < N; n++) {
+        if (n === 100) ddl = partitionAndDrop();
         await new Promise((r) => setTimeout(r, Math.max(0, start + n * 10 - Date.now())));
         sends.push(
           ingest(n % 2, wh, { n }).then(({ status, body }) => {
@@ -289,6 +313,12 @@ describe.skipIf(!BINARY)('the service behind PgBouncer in transaction mode', () 
       expect(ids).toHaveLength(N);
       expect(new Set(ids)).toEqual(new Set(accepted));
       expect(at('/steady').map((r) => JSON.parse(r.body.toString()).n).sort((a, b) => a - b)).toEqual(Array.from({ length: N }, (_, i) => i));
+      const { created, dropped } = await ddl!;
+      await direct.end();
+      // Every partitioned history table got the day, and lost it again, while the events came in.
+      expect(created.length).toBeGreaterThanOrEqual(6);
+      expect(created.every((name) => name.endsWith(suffix))).toBe(true);
+      expect(dropped.sort()).toEqual([...created].sort());
     }, 120_000);
 
     it('holds strict FIFO across both processes and both runners, through a failed attempt', async () => {
