@@ -53,6 +53,27 @@ export interface App {
 }
 
 /** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
+/**
+ * How long app.stop waits at most for its job runner's jobs, and then for its pools to close. A
+ * process stops sooner (bootstrap.ts exits 3.5 s after SHUTDOWN_TIMEOUT_MS); these bound the stop
+ * of an app running inside another process (tests, the bench), which otherwise waited for ever
+ * on a job that did not end or a connection never given back.
+ */
+const RUNNER_STOP_MS = 20_000;
+const POOLS_CLOSE_MS = 5_000;
+
+/** Waits for `p` at most `ms`; past that, says what did not stop and goes on (the process ends anyway). */
+async function within(p: Promise<unknown> | undefined, ms: number, what: string): Promise<void> {
+  if (!p) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((r) => {
+    timer = setTimeout(() => r('late'), ms);
+    timer.unref();
+  });
+  const outcome = await Promise.race([p.then(() => 'done' as const), late]).finally(() => clearTimeout(timer));
+  if (outcome === 'late') log.warn({ ms }, `${what} did not stop in time; stopping the rest`);
+}
+
 export async function startApp(opts: AppOptions): Promise<App> {
   const { config } = opts;
   // A runner holds up to WORKER_CONCURRENCY connections of the relaxed pool, plus the drain's claims and the sweeper.
@@ -190,13 +211,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
         unwatchIngestTargets();
         sweeper?.stop();
         drainScheduler?.stop();
-        await runner?.stop();
+        // Bounded (RUNNER_STOP_MS): a job that does not end leaves its delivery to its lease
+        // (retried, never lost), and the pools below are closed regardless.
+        await within(runner?.stop(), RUNNER_STOP_MS, 'the job runner');
         await engine?.rollups?.stop();
         await engine?.senders.close();
         closeFileStore(config);
         await pubsub.close();
         await workerUtils.release();
-        await db.close();
+        await within(db.close(), POOLS_CLOSE_MS, 'the database pools');
         await tracing.stop();
       })();
       return stopping;
