@@ -52,7 +52,6 @@ export interface App {
   stop(): Promise<void>;
 }
 
-/** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
 /**
  * How long app.stop waits at most for its job runner's jobs, and then for its pools to close. A
  * process stops sooner (bootstrap.ts exits 3.5 s after SHUTDOWN_TIMEOUT_MS); these bound the stop
@@ -74,6 +73,7 @@ async function within(p: Promise<unknown> | undefined, ms: number, what: string)
   if (outcome === 'late') log.warn({ ms }, `${what} did not stop in time; stopping the rest`);
 }
 
+/** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
 export async function startApp(opts: AppOptions): Promise<App> {
   const { config } = opts;
   // A runner holds up to WORKER_CONCURRENCY connections of the relaxed pool, plus the drain's claims and the sweeper.
