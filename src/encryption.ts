@@ -63,3 +63,18 @@ export function constantTimeEqual(a: string, b: string): boolean {
 export function derivedKey(purpose: string): Buffer {
   return createHmac('sha256', secretsKey()).update(purpose).digest();
 }
+
+// Decryption is a pure function of the sealed text, so memoising it cannot serve a stale secret:
+// which versions are valid is still read from the database on every request.
+const opened = new Map<string, string>();
+
+/** decryptSecret, memoised (webhook secrets and provider secrets are opened on every ingest). */
+export function openSecret(sealed: string): string {
+  let plain = opened.get(sealed);
+  if (plain === undefined) {
+    plain = decryptSecret(sealed);
+    if (opened.size >= 10_000) opened.clear();
+    opened.set(sealed, plain);
+  }
+  return plain;
+}

@@ -3,7 +3,7 @@
  * `{provider, secretEnc, toleranceSeconds}` (webhooks.provider_pack); ingest asks this module
  * whether a request is signed by it, and what its event type and delivery id are.
  */
-import { decryptSecret } from '../encryption.ts';
+import { openSecret } from '../encryption.ts';
 import calendly from './calendly.ts';
 import clerk from './clerk.ts';
 import discord from './discord.ts';
@@ -55,18 +55,6 @@ export interface ProviderPack {
   graceSecretsEnc?: string[];
 }
 
-// Opening is a pure function of the sealed text, so keeping it cannot serve a stale secret.
-const opened = new Map<string, string>();
-function open(sealed: string): string {
-  let plain = opened.get(sealed);
-  if (plain === undefined) {
-    plain = decryptSecret(sealed);
-    if (opened.size >= 10_000) opened.clear();
-    opened.set(sealed, plain);
-  }
-  return plain;
-}
-
 /** True when the request carries a valid signature of the webhook's provider, by its secret or one in a rotation's grace period (a scheme that throws counts as no). */
 export function providerSigned(pack: ProviderPack, req: SignedRequest, nowMs = Date.now()): boolean {
   const provider = BY_ID.get(pack.provider);
@@ -74,7 +62,7 @@ export function providerSigned(pack: ProviderPack, req: SignedRequest, nowMs = D
   const fresh = { toleranceSeconds: pack.toleranceSeconds ?? provider.toleranceSeconds ?? 0, nowMs };
   for (const sealed of [pack.secretEnc, ...(pack.graceSecretsEnc ?? [])]) {
     try {
-      if (provider.verify(req, open(sealed), fresh)) return true;
+      if (provider.verify(req, openSecret(sealed), fresh)) return true;
     } catch {
       // a scheme that throws counts as no; try the next version
     }

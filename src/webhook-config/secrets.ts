@@ -4,7 +4,7 @@ import { InvalidRequest } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
-import { decryptSecret, encryptSecret } from '../encryption.ts';
+import { encryptSecret, openSecret } from '../encryption.ts';
 import { getWebhook } from './get-webhook.ts';
 import { ingestTargetsChanged } from '../db/local-changes.ts';
 
@@ -19,18 +19,7 @@ export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-// Decryption is a pure function of the sealed text, so memoising it cannot serve a stale
-// secret: which versions are valid is still read from the database on every request.
-const opened = new Map<string, string>();
-export function openSecret(sealed: string): string {
-  let plain = opened.get(sealed);
-  if (plain === undefined) {
-    plain = decryptSecret(sealed);
-    if (opened.size >= 10_000) opened.clear();
-    opened.set(sealed, plain);
-  }
-  return plain;
-}
+export { openSecret };
 
 /** Version 1 of both secrets for a new webhook, inside the creating transaction. */
 export async function createInitialSecrets(tx: Prisma.TransactionClient, projectId: string, webhookId: string) {
