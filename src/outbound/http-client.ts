@@ -51,7 +51,8 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
       });
       const timer = setTimeout(() => {
         request.destroy();
-        finish({ durationMs: elapsed(), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
+        // A timer may fire a fraction of a millisecond early by performance.now's clock: a timeout lasted its whole time.
+        finish({ durationMs: Math.max(elapsed(), req.timeoutMs), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
       }, req.timeoutMs);
       request.on('error', (err) => {
         const blocked = err instanceof BlockedAddress || (err as { cause?: unknown }).cause instanceof BlockedAddress;

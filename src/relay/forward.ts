@@ -41,7 +41,7 @@ export function createForwarder(target: URL) {
       const request = mod.request(target, { method: req.method, headers: { ...req.headers, 'content-length': String(req.body.length) }, agent });
       const timer = setTimeout(() => {
         request.destroy();
-        finish({ durationMs: elapsed(), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
+        finish({ durationMs: Math.max(elapsed(), req.timeoutMs), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
       }, req.timeoutMs);
       request.on('error', (err: NodeJS.ErrnoException) => finish({ durationMs: elapsed(), error: err.message || err.code || String(err), failure: 'network' }));
       request.on('response', (res) => {

@@ -150,7 +150,7 @@ export function createCliSender(channel: ListenChannel) {
             failure: answer.failure,
           };
         }
-        if (timedOut) return { durationMs: elapsedSince(started), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' };
+        if (timedOut) return { durationMs: Math.max(elapsedSince(started), req.timeoutMs), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' };
         return network(NO_LISTENER);
       } catch (err) {
         return network(`cli: ${(err as Error).message}`);
