@@ -160,7 +160,7 @@ describe('history partitions: the job and retention', () => {
       const [evt, del] = [idAt('evt', t), idAt('del', t)];
       await q(`INSERT INTO events (id, project_id, webhook_id, channel, body, body_size) VALUES ($1, $2, $3, 'http', '\\x7b7d', 2)`, [evt, projectId, wh]);
       await q(`INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination, status) VALUES ($1, $2, $3, $4, '{}', $5)`, [del, projectId, wh, evt, status]);
-      await q(`INSERT INTO delivery_attempts (id, delivery_id, number, started_at, outcome) VALUES ($1, $2, 1, now(), 'succeeded')`, [idAt('att', t), del]);
+      await q(`INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, outcome) VALUES ($1, $3, $2, 1, now(), 'succeeded')`, [idAt('att', t), del, projectId]);
       await q(`INSERT INTO audit_logs (id, project_id, actor, action, target_type) VALUES ($1, $2, 'a', 'b', 'c')`, [idAt('aud', t), projectId]);
       return { evt, del };
     };

@@ -106,7 +106,7 @@ beforeAll(async () => {
   }
   deliveryId = deliveries[0].deliveryId;
   await prisma.deliveryAttempt.createMany({
-    data: Array.from({ length: 7 }, (_, i) => ({ id: newId('att'), deliveryId, number: i + 1, startedAt: new Date(), outcome: i < 6 ? 'retry' : 'failed' })),
+    data: Array.from({ length: 7 }, (_, i) => ({ id: newId('att'), projectId, deliveryId, number: i + 1, startedAt: new Date(), outcome: i < 6 ? 'retry' : 'failed' })),
   });
   await prisma.replayJob.createMany({
     data: Array.from({ length: 5 }, () => ({ id: newId('rpl'), projectId, kind: 'single', sourceDeliveryId: deliveryId, status: 'completed', total: 1, created: 1 })),

@@ -24,8 +24,8 @@ beforeAll(async () => {
     SELECT 'prj_seed_' || p, '', 'deliveries', to_char(now() - d * interval '1 day', 'YYYY-MM-DD'), s, 1
       FROM generate_series(1, 100) p, generate_series(0, 59) d, generate_series(0, 31) s`);
   await app.rt.db.pool.query(`
-    INSERT INTO rate_limit_windows (key, shard, window_start, count)
-    SELECT 'ingest:p:prj_seed_' || p, s, 0, 1 FROM generate_series(1, 100) p, generate_series(0, 31) s`);
+    INSERT INTO rate_limit_windows (project_id, key, shard, window_start, count)
+    SELECT 'prj_seed_' || p, 'ingest:p:prj_seed_' || p, s, 0, 1 FROM generate_series(1, 100) p, generate_series(0, 31) s`);
   await app.rt.db.pool.query('ANALYZE usage_counters, rate_limit_windows');
 });
 afterAll(async () => {

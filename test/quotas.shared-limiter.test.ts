@@ -53,9 +53,9 @@ describe('ingest rate limit shared by two server instances', () => {
     const results = await withinOneSecond(async () => {
       // Requests already counted this second by other connections (any shard) count too.
       await a.rt.db.pool.query(
-        `INSERT INTO rate_limit_windows (key, shard, window_start, count) VALUES ($1, 1000, floor(extract(epoch FROM now())), $2)
+        `INSERT INTO rate_limit_windows (project_id, key, shard, window_start, count) VALUES ($3, $1, 1000, floor(extract(epoch FROM now())), $2)
          ON CONFLICT (key, shard) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
-        [`ingest:p:${projectId}`, limit - 2],
+        [`ingest:p:${projectId}`, limit - 2, projectId],
       );
       const out: unknown[] = [];
       for (const app of [a, b, a]) out.push(await simulateIngest(app.rt, projectId, wh.id).catch((e) => e));

@@ -42,7 +42,7 @@ describe('retention', () => {
     const [failed, ok1, ok2, pending] = shortDeliveries;
     await q(`UPDATE deliveries SET status = 'succeeded', attempts = 1, dispatch_body = '\\x7b7d', completed_at = now() WHERE id = ANY($1)`, [[ok1.id, ok2.id]]);
     await q(`UPDATE deliveries SET status = 'failed', attempts = 1, completed_at = now() WHERE id = $1`, [failed.id]);
-    await q(`INSERT INTO delivery_attempts (id, delivery_id, number, started_at, outcome) SELECT 'att_' || id, id, 1, now(), 'succeeded' FROM deliveries WHERE id = ANY($1)`, [[ok1.id, ok2.id, failed.id]]);
+    await q(`INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, outcome) SELECT 'att_' || id, project_id, id, 1, now(), 'succeeded' FROM deliveries WHERE id = ANY($1)`, [[ok1.id, ok2.id, failed.id]]);
     await q(`INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason) VALUES ('dlq_' || $1, $2, $3, $1, 'http_500')`, [failed.id, projectId, short.id]);
     await q(`UPDATE deliveries SET status = 'succeeded' WHERE webhook_id = $1`, [tier.id]);
     const bytesBefore = await readUsage(app.rt, projectId);
@@ -96,9 +96,10 @@ describe('retention', () => {
     await q(`INSERT INTO audit_logs (id, project_id, actor, action, target_type) VALUES ($1, $3, 'k', 'x', 'y'), ($2, $3, 'k', 'x', 'y')`, [oldId('aud', 1), oldId('aud', 2), projectId]);
     await q(`INSERT INTO audit_logs (id, project_id, actor, action, target_type) VALUES ($1, $2, 'k', 'recent', 'y')`, [`${idBefore('aud', Date.now())}0000000000000001`, projectId]);
     await q(`INSERT INTO replay_jobs (id, project_id, kind, status) VALUES ($1, $3, 'bulk', 'completed'), ($2, $3, 'bulk', 'running')`, [oldId('rpl', 1), oldId('rpl', 2), projectId]);
-    await q(`INSERT INTO rate_limit_windows (key, shard, window_start, count) VALUES ('ingest:p:gone', 0, $1, 3), ('ingest:p:now', 0, $2, 1)`, [
+    await q(`INSERT INTO rate_limit_windows (project_id, key, shard, window_start, count) VALUES ($3, 'ingest:p:gone', 0, $1, 3), ($3, 'ingest:p:now', 0, $2, 1)`, [
       Math.floor(Date.now() / 1000) - 7200,
       Math.floor(Date.now() / 1000),
+      projectId,
     ]);
     for (let shard = 0; shard < 4; shard++) {
       await q(`INSERT INTO usage_counters (project_id, webhook_id, metric, period, shard, value) VALUES ($1, '', 'deliveries', '2020-01', $2, 10)`, [projectId, shard]);
@@ -118,12 +119,12 @@ describe('retention', () => {
   });
 
   it('removes inbound dedupe keys whose window has passed, and keeps the others', async () => {
-    const { apiKey } = await app.project('starter');
+    const { apiKey, projectId } = await app.project('starter');
     const wh = await createWebhook(app, apiKey);
     await q(
-      `INSERT INTO inbound_dedupe (webhook_id, key, event_id, delivery_id, expires_at)
-       VALUES ($1, 'old', 'evt_old', 'del_old', now() - interval '1 minute'), ($1, 'live', 'evt_live', 'del_live', now() + interval '1 hour')`,
-      [wh.id],
+      `INSERT INTO inbound_dedupe (project_id, webhook_id, key, event_id, delivery_id, expires_at)
+       VALUES ($2, $1, 'old', 'evt_old', 'del_old', now() - interval '1 minute'), ($2, $1, 'live', 'evt_live', 'del_live', now() + interval '1 hour')`,
+      [wh.id, projectId],
     );
     const r = await runRetention(app.rt);
     expect(r.dedupeKeysDeleted).toBeGreaterThanOrEqual(1);

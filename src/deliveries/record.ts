@@ -58,8 +58,8 @@ const RECORD_SQL = `WITH r AS (
         WHERE k.kind IS NOT NULL AND EXISTS (SELECT 1 FROM event_drains dr WHERE dr.project_id = upd.project_id AND dr.enabled)
         ORDER BY upd.id, k.n
      ), att AS (
-       INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
-       SELECT r.att_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
+       INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, duration_ms, status_code, error, response_snippet, outcome)
+       SELECT r.att_id, upd.project_id, r.id, r.attempt, r.started_at, r.duration_ms, r.status_code, r.error, r.snippet, r.outcome
          FROM upd JOIN r ON r.id = upd.id
        ON CONFLICT (delivery_id, number) DO NOTHING
      ), dlq AS (

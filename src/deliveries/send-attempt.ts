@@ -106,10 +106,10 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, answe
 export async function recordLostAttempt(engine: DeliveryEngine, claim: ClaimedDelivery) {
   try {
     await engine.rt.db.pool.query(
-      `INSERT INTO delivery_attempts (id, delivery_id, number, started_at, duration_ms, status_code, error, outcome)
-       VALUES ($1, $2, $3, now(), NULL, NULL, 'attempt interrupted: the runner stopped before it finished', 'retry')
+      `INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, duration_ms, status_code, error, outcome)
+       VALUES ($1, $2, $3, $4, now(), NULL, NULL, 'attempt interrupted: the runner stopped before it finished', 'retry')
        ON CONFLICT (delivery_id, number) DO NOTHING`,
-      [newId('att'), claim.row.id, claim.attempt - 1],
+      [newId('att'), claim.row.project_id, claim.row.id, claim.attempt - 1],
     );
   } catch (err) {
     log.warn({ err, deliveryId: claim.row.id }, 'could not record the lost attempt');

@@ -74,8 +74,8 @@ function eventInsert(p: NamedParams, source?: { from: string; where: string }, d
   const afterKey = idempotent ? ` AND EXISTS (SELECT FROM ${KEY_CLAIM})` : '';
   const claim = dedupe
     ? `${CLAIM} AS (
-  INSERT INTO inbound_dedupe (webhook_id, key, event_id, delivery_id, expires_at)
-  SELECT ${webhookId}, ${p.$('dedupe_key')}, ${p.$('event_id')}, ${p.$('dedupe_delivery_id')}, ${NOW_UTC} + make_interval(secs => ${p.$('dedupe_window_seconds', 'int')})${gates}${afterKey}
+  INSERT INTO inbound_dedupe (project_id, webhook_id, key, event_id, delivery_id, expires_at)
+  SELECT ${p.$('event_project_id')}, ${webhookId}, ${p.$('dedupe_key')}, ${p.$('event_id')}, ${p.$('dedupe_delivery_id')}, ${NOW_UTC} + make_interval(secs => ${p.$('dedupe_window_seconds', 'int')})${gates}${afterKey}
   ON CONFLICT (webhook_id, key) DO UPDATE SET event_id = EXCLUDED.event_id, delivery_id = EXCLUDED.delivery_id, expires_at = EXCLUDED.expires_at
    WHERE inbound_dedupe.expires_at <= ${NOW_UTC}
   RETURNING 1

@@ -93,12 +93,13 @@ ${readCounters ? COUNTER_READS : SKIPPED_COUNTER_READS}
  * Counts the request in its one-second rate windows, in the statement that embeds
  * ingestQuotaCte, after `storedCte` (the name of that statement's event insert, which returns a
  * row only when the checks admitted the request and the webhook takes events): a refused request
- * is not counted, also when the statement commits on its own.
+ * is not counted, also when the statement commits on its own. Both keys (the project's and its
+ * webhook's) belong to the request's project: the rows' project_id.
  */
 export const ingestRateHitCte = (storedCte: string) => `
 ingest_rate_hit AS (
-  INSERT INTO rate_limit_windows AS r (key, shard, window_start, count)
-  SELECT k.key, usage_counter_shard(), a.w, 1 FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
+  INSERT INTO rate_limit_windows AS r (project_id, key, shard, window_start, count)
+  SELECT a.project_id, k.key, usage_counter_shard(), a.w, 1 FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
    WHERE EXISTS (SELECT FROM ${storedCte})
   ON CONFLICT (key, shard) DO UPDATE
     SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
