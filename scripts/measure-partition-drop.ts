@@ -9,7 +9,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { ATTEMPT_TASK } from '../src/deliveries/job.ts';
 import { newId } from '../src/ids.ts';
 import { encodeTime } from 'ulid';
-import { dropHistoryPartition, ensureHistoryPartitions, listHistoryPartitions } from '../src/retention/partitions.ts';
+import { droppedWith, dropHistoryPartition, ensureHistoryPartitions, listHistoryPartitions } from '../src/retention/partitions.ts';
 import { withDatabase } from './with-database.ts';
 
 const N = Number(process.argv[2] ?? 1_000_000);
@@ -101,7 +101,7 @@ await withDatabase(async (server) => {
   const stamp = new Date(dayD).toISOString().slice(0, 10).replace(/-/g, '');
   const dropped: string[] = [];
   for (const part of (await listHistoryPartitions(db)).filter((x) => x.name === `deliveries_p${stamp}` || x.name === `events_p${stamp}`).sort((a) => (a.table === 'deliveries' ? -1 : 1))) {
-    if (await dropHistoryPartition(db, part, { batchSize: 500, deadline: Date.now() + 600_000 })) dropped.push(part.name);
+    if (await dropHistoryPartition(db, part, {})) dropped.push(...droppedWith(part).map((d) => d.name));
   }
   const dropMs = performance.now() - t0;
   await sleep(3_000);

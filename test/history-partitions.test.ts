@@ -13,6 +13,8 @@ import { createTestDatabase, serverUrl } from './support/database.ts';
 
 const DAY = 86_400_000;
 const MIGRATION = '20261126223000_history_partitions';
+/** delivery_attempts and dlq_entries partitioned like deliveries. */
+const FOLLOWING = '20261127003540_history_partitions_attempts_dlq';
 const ids = new Map<string, string>();
 /** The id of `prefix` made at `ms` (the same one each time it is asked for). */
 const idAt = (prefix: string, ms: number) => {
@@ -21,6 +23,7 @@ const idAt = (prefix: string, ms: number) => {
   return ids.get(key)!;
 };
 const dayOf = (ms: number) => Math.floor(ms / DAY) * DAY;
+const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
 
 async function emptyDatabase(): Promise<string> {
   const name = `test_hp_${Math.random().toString(16).slice(2, 10)}`;
@@ -83,24 +86,53 @@ describe('history partitions: the migration', () => {
           VALUES ('${idAt('run', t)}', 'prj_1', 'aut_1', 1, 'ok', 1, 0, '', 0, false);
         INSERT INTO alert_dispatches (id, project_id, rule_id, state, value, channels) VALUES ('${idAt('ald', t)}', 'prj_1', 'alr_1', 'firing', 1, '[]');`);
       const counters = `SELECT metric, sum(value)::int AS v FROM usage_counters WHERE webhook_id = '' GROUP BY 1 ORDER BY 1`;
-      const before = (await upgraded.query(counters)).rows;
+      let before = (await upgraded.query(counters)).rows;
       const rows = `SELECT 'events' AS t, id FROM events UNION ALL SELECT 'deliveries', id FROM deliveries UNION ALL SELECT 'attempts', id FROM delivery_attempts
                     UNION ALL SELECT 'replay', id FROM replay_jobs UNION ALL SELECT 'audit', id FROM audit_logs UNION ALL SELECT 'runs', id FROM automation_runs
                     UNION ALL SELECT 'alerts', id FROM alert_dispatches UNION ALL SELECT 'dlq', id FROM dlq_entries ORDER BY 1, 2`;
-      const rowsBefore = (await upgraded.query(rows)).rows;
+      let rowsBefore = (await upgraded.query(rows)).rows;
       await upgraded.query('BEGIN');
       await upgraded.query(migrations[at].sql);
       await upgraded.query('COMMIT');
-      for (const m of migrations.slice(at + 1)) await upgraded.query(m.sql);
+      const tomorrow = now + DAY;
+      expect(migrations.findIndex((m) => m.name === FOLLOWING)).toBeGreaterThan(at);
+      for (const m of migrations.slice(at + 1)) {
+        if (m.name === FOLLOWING) {
+          // A delivery in a day of its own (made by the first partitioning migration), with its
+          // attempt and DLQ entry: the second one moves those to the day's partitions.
+          expect((await upgraded.query(rows)).rows).toEqual(rowsBefore);
+          await upgraded.query(`
+            INSERT INTO events (id, project_id, webhook_id, channel, body_size) VALUES ('${idAt('evt', tomorrow)}', 'prj_1', 'wh_1', 'http', 0);
+            INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination, status) VALUES ('${idAt('del', tomorrow)}', 'prj_1', 'wh_1', '${idAt('evt', tomorrow)}', '{}', 'failed');
+            INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, outcome) VALUES ('${idAt('att', tomorrow)}', 'prj_1', '${idAt('del', tomorrow)}', 1, now(), 'failed');
+            INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason) VALUES ('${idAt('dlq', tomorrow)}', 'prj_1', 'wh_1', '${idAt('del', tomorrow)}', 'x');`);
+          rowsBefore = (await upgraded.query(rows)).rows;
+          before = (await upgraded.query(counters)).rows;
+        }
+        await upgraded.query(m.sql);
+      }
 
       expect(await catalog(upgraded)).toEqual(await catalog(fresh));
       expect((await upgraded.query(rows)).rows).toEqual(rowsBefore);
       expect((await upgraded.query(counters)).rows).toEqual(before);
       // The old rows sit in the first partition, the id of no day in the default one.
-      expect((await upgraded.query(`SELECT tableoid::regclass::text AS p FROM events ORDER BY id`)).rows.map((r) => r.p)).toEqual(['events_p0', 'events_p0', 'events_default']);
+      expect((await upgraded.query(`SELECT tableoid::regclass::text AS p FROM events ORDER BY id`)).rows.map((r) => r.p)).toEqual(['events_p0', 'events_p0', `events_p${stamp(tomorrow)}`, 'events_default']);
+      // A delivery's attempts and DLQ entries are in the partitions of its day.
+      expect(
+        (
+          await upgraded.query(`SELECT d.tableoid::regclass::text AS d, a.tableoid::regclass::text AS a, x.tableoid::regclass::text AS x
+                                  FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id JOIN dlq_entries x ON x.delivery_id = d.id ORDER BY d.id`)
+        ).rows,
+      ).toEqual([
+        { d: 'deliveries_p0', a: 'delivery_attempts_p0', x: 'dlq_entries_p0' },
+        { d: `deliveries_p${stamp(tomorrow)}`, a: `delivery_attempts_p${stamp(tomorrow)}`, x: `dlq_entries_p${stamp(tomorrow)}` },
+      ]);
+      // The moved attempt has its project, like the one the column was filled for.
+      expect((await upgraded.query(`SELECT DISTINCT project_id FROM delivery_attempts`)).rows).toEqual([{ project_id: 'prj_1' }]);
       // Foreign keys hold across the partitioned tables: a delivery's cascade takes its attempts.
       await upgraded.query(`DELETE FROM events WHERE id = '${idAt('evt', t)}'`);
-      expect((await upgraded.query(`SELECT count(*)::int AS n FROM delivery_attempts`)).rows[0].n).toBe(0);
+      expect((await upgraded.query(`SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = $1`, [idAt('del', t)])).rows[0].n).toBe(0);
+      await expect(upgraded.query(`INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, outcome) VALUES ('att_x', 'prj_1', 'del_none', 1, now(), 'failed')`)).rejects.toThrow(/foreign key/);
       await expect(upgraded.query(`INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination, status) VALUES ('del_x', 'prj_1', 'wh_1', 'evt_none', '{}', 'queued')`)).rejects.toThrow(/foreign key/);
     } finally {
       await fresh.end();
@@ -146,6 +178,24 @@ describe('history partitions: the job and retention', () => {
     await q(`DELETE FROM events WHERE id = $1`, [idAt('evt', far)]);
   });
 
+  it("makes a day of deliveries with its attempts' and DLQ entries' day or not at all; the next run makes the three", async () => {
+    const day = Date.now() + 60 * DAY;
+    const three = ['deliveries', 'delivery_attempts', 'dlq_entries'].map((t) => `${t}_p${stamp(day)}`);
+    const holder = await app.rt.db.pool.connect();
+    try {
+      // A lock on dlq_entries not given up within the job's wait: its day cannot be made.
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE dlq_entries IN ACCESS SHARE MODE');
+      const made = await ensureHistoryPartitions(app.rt.db.pool, new Date(day), 1);
+      expect(made).toContain(`events_p${stamp(day)}`);
+      expect(made.filter((n) => three.includes(n))).toEqual([]);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    expect(await ensureHistoryPartitions(app.rt.db.pool, new Date(day), 1)).toEqual(three);
+  });
+
   it('retention drops a day past every project retention, and keeps a day a longer retention still needs, deleting only its expired rows', async () => {
     // Two days ahead of the migration's first partition, so they are days of their own.
     const day1 = dayOf(Date.now()) + 40 * DAY + 3_600_000;
@@ -161,6 +211,7 @@ describe('history partitions: the job and retention', () => {
       await q(`INSERT INTO events (id, project_id, webhook_id, channel, body, body_size) VALUES ($1, $2, $3, 'http', '\\x7b7d', 2)`, [evt, projectId, wh]);
       await q(`INSERT INTO deliveries (id, project_id, webhook_id, event_id, destination, status) VALUES ($1, $2, $3, $4, '{}', $5)`, [del, projectId, wh, evt, status]);
       await q(`INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, outcome) VALUES ($1, $3, $2, 1, now(), 'succeeded')`, [idAt('att', t), del, projectId]);
+      await q(`INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason) VALUES ($1, $2, $3, $4, 'x')`, [idAt('dlq', t), projectId, wh, del]);
       await q(`INSERT INTO audit_logs (id, project_id, actor, action, target_type) VALUES ($1, $2, 'a', 'b', 'c')`, [idAt('aud', t), projectId]);
       return { evt, del };
     };
@@ -168,9 +219,10 @@ describe('history partitions: the job and retention', () => {
     const d1 = await Promise.all([seed(free.projectId, day1), seed(free.projectId, day1 + 60_000)]);
     const d2free = await seed(free.projectId, day2);
     const d2long = await seed(long.projectId, day2 + 60_000);
-    const partOf = async (table: string, id: string) => (await q(`SELECT tableoid::regclass::text AS p FROM ${table} WHERE id = $1`, [id]))[0]?.p;
-    const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
+    const partOf = async (table: string, id: string, key = 'id') => (await q(`SELECT tableoid::regclass::text AS p FROM ${table} WHERE ${key} = $1`, [id]))[0]?.p;
     expect(await partOf('deliveries', d2long.del)).toBe(`deliveries_p${stamp(day2)}`);
+    expect(await partOf('delivery_attempts', d2long.del, 'delivery_id')).toBe(`delivery_attempts_p${stamp(day2)}`);
+    expect(await partOf('dlq_entries', d2long.del, 'delivery_id')).toBe(`dlq_entries_p${stamp(day2)}`);
 
     // Past the free project's 7 days for both days, within the long one's 20 for both: nothing is dropped
     // (the longest retention decides), the free project's rows go by batches.
@@ -182,16 +234,18 @@ describe('history partitions: the job and retention', () => {
 
     // The long project's day 2 delivery is new again on day 1 (moved there: an unfinished one keeps its day).
     await seed(long.projectId, day1 + 120_000, 'retrying');
-    // Past 20 days after day 2: day 2 goes whole (deliveries, events, audit logs); day 1 stays for its unfinished delivery.
+    // Past 20 days after day 2: day 2 goes whole (deliveries with their attempts and DLQ entries,
+    // events, audit logs); day 1 stays for its unfinished delivery.
     const r2 = await runRetention(app.rt, { now: new Date(day2 + DAY + 21 * DAY) });
-    expect(r2.partitionsDropped).toEqual(expect.arrayContaining([`deliveries_p${stamp(day2)}`, `events_p${stamp(day2)}`, `audit_logs_p${stamp(day2)}`]));
-    expect(r2.partitionsDropped).not.toContain(`deliveries_p${stamp(day1)}`);
-    expect(r2.partitionsDropped).not.toContain(`events_p${stamp(day1)}`);
+    const dayOfDeliveries = (ms: number) => ['deliveries', 'delivery_attempts', 'dlq_entries'].map((t) => `${t}_p${stamp(ms)}`);
+    expect(r2.partitionsDropped).toEqual(expect.arrayContaining([...dayOfDeliveries(day2), `events_p${stamp(day2)}`, `audit_logs_p${stamp(day2)}`]));
+    expect(r2.partitionsDropped.filter((n) => dayOfDeliveries(day1).includes(n) || n === `events_p${stamp(day1)}`)).toEqual([]);
     expect(await q(`SELECT id FROM deliveries WHERE id = $1`, [d2long.del])).toEqual([]);
     expect(await q(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [d2long.del])).toEqual([]);
+    expect(await q(`SELECT 1 FROM dlq_entries WHERE delivery_id = $1`, [d2long.del])).toEqual([]);
     const names = (await listHistoryPartitions(app.rt.db.pool)).map((p) => p.name);
-    expect(names).not.toContain(`deliveries_p${stamp(day2)}`);
-    expect(names).toContain(`deliveries_p${stamp(day1)}`);
+    expect(names.filter((n) => dayOfDeliveries(day2).includes(n))).toEqual([]);
+    expect(names).toEqual(expect.arrayContaining(dayOfDeliveries(day1)));
     // The partition job does not bring a dropped day back unless asked for it.
     await ensureHistoryPartitions(app.rt.db.pool);
     expect((await listHistoryPartitions(app.rt.db.pool)).map((p) => p.name)).not.toContain(`deliveries_p${stamp(day2)}`);
@@ -241,5 +295,11 @@ describe('history partitions: the job and retention', () => {
     expect(p).not.toMatch(/deliveries_default|deliveries_p0/);
     const e = await plan(`UPDATE events SET payload_purged_at = now() WHERE id = $1`, [idAt('evt', Date.now() + DAY)]);
     expect(new Set(e.match(/events_p\d+|events_default/g))).toHaveProperty('size', 1);
+    // A delivery's attempts (their listing) and its DLQ entry (a re-drive's row lock): the partition of its day.
+    const day = stamp(Date.now() + DAY + 60_000);
+    const a = await plan(`SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`, [id]);
+    expect(new Set(a.match(/delivery_attempts_(p\d+|default)/g))).toEqual(new Set([`delivery_attempts_p${day}`]));
+    const x = await plan(`SELECT redriven_at FROM dlq_entries WHERE delivery_id = $1 AND id = $2 FOR UPDATE`, [id, idAt('dlq', Date.now())]);
+    expect(new Set(x.match(/dlq_entries_(p\d+|default)/g))).toEqual(new Set([`dlq_entries_p${day}`]));
   });
 });

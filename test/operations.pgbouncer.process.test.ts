@@ -17,7 +17,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { freePort } from '../src/db/embedded.ts';
-import { dropHistoryPartition, listHistoryPartitions } from '../src/retention/partitions.ts';
+import { droppedWith, dropHistoryPartition, followsAnother, HISTORY_PARTITIONED, listHistoryPartitions } from '../src/retention/partitions.ts';
 import { waitFor } from './support/app.ts';
 import { createTestDatabase, serverUrl } from './support/database.ts';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from './support/pgbouncer.ts';
@@ -287,11 +287,12 @@ describe.skipIf(!BINARY)('the service behind PgBouncer in transaction mode', () 
         }
         await new Promise((r) => setTimeout(r, 1_000));
         const dropped: string[] = [];
-        for (const p of (await listHistoryPartitions(direct)).filter((x) => x.name.endsWith(suffix))) {
+        // A deliveries day goes with its attempts' and DLQ entries' day.
+        for (const p of (await listHistoryPartitions(direct)).filter((x) => x.name.endsWith(suffix) && !followsAnother(x.table))) {
           // A drop that waited too long for a lock gives up (the writers go first): it is tried again, as retention would.
           for (let tries = 0; tries < 30; tries++) {
-            if (await dropHistoryPartition(direct, p, { batchSize: 500, deadline: Date.now() + 10_000 })) {
-              dropped.push(p.name);
+            if (await dropHistoryPartition(direct, p, {})) {
+              dropped.push(...droppedWith(p).map((d) => d.name));
               break;
             }
             await new Promise((r) => setTimeout(r, 100));
@@ -323,7 +324,7 @@ describe.skipIf(!BINARY)('the service behind PgBouncer in transaction mode', () 
       const { created, dropped } = await ddl!;
       await direct.end();
       // Every partitioned history table got the day, and lost it again, while the events came in.
-      expect(created.length).toBeGreaterThanOrEqual(6);
+      expect(created.length).toBeGreaterThanOrEqual(HISTORY_PARTITIONED.length);
       expect(created.every((name) => name.endsWith(suffix))).toBe(true);
       expect(dropped.sort()).toEqual([...created].sort());
     }, 120_000);

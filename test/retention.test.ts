@@ -96,6 +96,8 @@ describe('retention', () => {
     await q(`INSERT INTO audit_logs (id, project_id, actor, action, target_type) VALUES ($1, $3, 'k', 'x', 'y'), ($2, $3, 'k', 'x', 'y')`, [oldId('aud', 1), oldId('aud', 2), projectId]);
     await q(`INSERT INTO audit_logs (id, project_id, actor, action, target_type) VALUES ($1, $2, 'k', 'recent', 'y')`, [`${idBefore('aud', Date.now())}0000000000000001`, projectId]);
     await q(`INSERT INTO replay_jobs (id, project_id, kind, status) VALUES ($1, $3, 'bulk', 'completed'), ($2, $3, 'bulk', 'running')`, [oldId('rpl', 1), oldId('rpl', 2), projectId]);
+    // A DLQ entry past the history retention (its delivery is gone: DLQ entries have no foreign key).
+    await q(`INSERT INTO dlq_entries (id, project_id, webhook_id, delivery_id, reason) VALUES ($1, $2, 'wh_gone', $3, 'x')`, [oldId('dlq', 1), projectId, oldId('del', 1)]);
     await q(`INSERT INTO rate_limit_windows (project_id, key, shard, window_start, count) VALUES ($3, 'ingest:p:gone', 0, $1, 3), ($3, 'ingest:p:now', 0, $2, 1)`, [
       Math.floor(Date.now() / 1000) - 7200,
       Math.floor(Date.now() / 1000),
@@ -113,6 +115,8 @@ describe('retention', () => {
     expect(r.rateWindowsDeleted).toBeGreaterThanOrEqual(1);
     expect((await q(`SELECT action FROM audit_logs WHERE project_id = $1 AND action IN ('x', 'recent')`, [projectId])).map((a) => a.action)).toEqual(['recent']);
     expect((await q(`SELECT status FROM replay_jobs WHERE project_id = $1`, [projectId])).map((j) => j.status)).toEqual(['running']);
+    expect(r.dlqEntriesDeleted).toBeGreaterThanOrEqual(1);
+    expect(await q(`SELECT 1 FROM dlq_entries WHERE project_id = $1`, [projectId])).toEqual([]);
     expect((await q(`SELECT key FROM rate_limit_windows WHERE key LIKE 'ingest:p:%' AND key IN ('ingest:p:gone', 'ingest:p:now')`)).map((k) => k.key)).toEqual(['ingest:p:now']);
     expect(await q(`SELECT shard, value::int FROM usage_counters WHERE project_id = $1 AND period = '2020-01'`, [projectId])).toEqual([{ shard: 0, value: 40 }]);
     expect(await q(`SELECT 1 FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id WHERE t.identifier = 'retention_test_failed'`)).toHaveLength(0);

@@ -73,6 +73,19 @@ async function insertReplayJob(client: pg.PoolClient, job: { id: string; project
   );
 }
 
+/**
+ * Whether a DLQ entry was re-driven, its row locked until the transaction ends: two concurrent
+ * re-drives of one entry must not both send. By its primary key (delivery_id, id): one partition.
+ */
+async function redrivenAlready(client: pg.PoolClient, deliveryId: string, entryId: string): Promise<boolean> {
+  const { rows } = await client.query('SELECT redriven_at FROM dlq_entries WHERE delivery_id = $1 AND id = $2 FOR UPDATE', [deliveryId, entryId]);
+  return !!rows[0]?.redriven_at;
+}
+
+async function markRedriven(client: pg.PoolClient, deliveryId: string, entryId: string, redriveDeliveryId: string) {
+  await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $3 WHERE delivery_id = $1 AND id = $2', [deliveryId, entryId, redriveDeliveryId]);
+}
+
 export async function replayDelivery(rt: Rt, projectId: string, deliveryId: string) {
   const source = await rt.db.prisma.delivery.findFirst({ where: { id: deliveryId, projectId }, select: { id: true } });
   if (!source) throw new NotFound('delivery', deliveryId);
@@ -90,10 +103,9 @@ export async function redriveDlqEntry(rt: Rt, projectId: string, entryId: string
   const jobId = newId('rpl');
   await inTransaction(rt.db.pool, async (client) => {
     // Re-check under a row lock: two concurrent re-drives of one entry must not both send.
-    const { rows } = await client.query('SELECT redriven_at FROM dlq_entries WHERE id = $1 FOR UPDATE', [entryId]);
-    if (rows[0]?.redriven_at) throw new InvalidState('This DLQ entry has already been re-driven.');
+    if (await redrivenAlready(client, entry.deliveryId, entryId)) throw new InvalidState('This DLQ entry has already been re-driven.');
     const newDeliveryId = await replayInto(rt, client, entry.deliveryId, jobId);
-    await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $2 WHERE id = $1', [entryId, newDeliveryId]);
+    await markRedriven(client, entry.deliveryId, entryId, newDeliveryId);
     await insertReplayJob(client, { id: jobId, projectId, kind: 'redrive', sourceDeliveryId: entry.deliveryId, filter: { dlqEntryId: entryId, deliveryIds: [newDeliveryId] }, status: 'completed', total: 1, created: 1 });
   });
   return getReplayJob(rt, projectId, jobId);
@@ -245,14 +257,13 @@ export async function runBulkReplay(rt: Rt, replayJobId: string) {
       try {
         await inTransaction(rt.db.pool, async (client) => {
           if (s.dlqId) {
-            const { rows } = await client.query('SELECT redriven_at FROM dlq_entries WHERE id = $1 FOR UPDATE', [s.dlqId]);
-            if (rows[0]?.redriven_at) throw new InvalidState('already re-driven');
+            if (await redrivenAlready(client, s.sourceId, s.dlqId)) throw new InvalidState('already re-driven');
           } else {
             const { rows } = await client.query('SELECT 1 FROM deliveries WHERE replay_of_id = $1 AND replay_job_id = $2 LIMIT 1', [s.sourceId, job.id]);
             if (rows.length) throw new InvalidState('already replayed by this job');
           }
           const replayId = await replayInto(rt, client, s.sourceId, job.id);
-          if (s.dlqId) await client.query('UPDATE dlq_entries SET redriven_at = now(), redrive_delivery_id = $2 WHERE id = $1', [s.dlqId, replayId]);
+          if (s.dlqId) await markRedriven(client, s.sourceId, s.dlqId, replayId);
         });
         created++;
       } catch (err) {

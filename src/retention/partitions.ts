@@ -9,6 +9,8 @@ import { projectQuotas } from '../projects/quotas/limits.ts';
  * alert_dispatches) are range-partitioned on that id, one partition per UTC day
  * (`<table>_pYYYYMMDD`), plus `<table>_p0` (everything before the partitioning migration's next
  * day) and `<table>_default` (an insert past the days created ahead lands there: it never fails).
+ * delivery_attempts and dlq_entries follow deliveries: range-partitioned on delivery_id with the
+ * deliveries' bounds and names, so a delivery's attempts and DLQ entry are in its day.
  *
  * The partition job (`history__partitions`, hourly and once when a runner starts) creates today and
  * the next days ahead; the migration's `history_partitions_ensure` does the work under an advisory
@@ -17,7 +19,8 @@ import { projectQuotas } from '../projects/quotas/limits.ts';
  * Retention drops a whole day once it is older than the longest history retention of any project
  * (a webhook's overrides only tighten its project's), after checking what row deletes would have
  * kept: no unfinished delivery or running replay job in it, no delivery left pointing at one of its
- * events. The batched deletes go on inside the partitions still needed.
+ * events. A deliveries day goes with its attempts' and DLQ entries' day. The batched deletes go on
+ * inside the partitions still needed.
  */
 
 export const PARTITION_TASK = 'history__partitions';
@@ -26,15 +29,34 @@ export const PARTITION_CRONTAB = `41 * * * * ${PARTITION_TASK} ?jobKey=history_p
 /** Days created from today on: today and 4 ahead (the contract asks for at least 3). */
 export const PARTITION_DAYS = 5;
 
-/** The partitioned tables, their ids' prefix, in the order retention drops their days (referencing before referenced). */
-export const HISTORY_PARTITIONED = [
+export interface HistoryTable {
+  table: string;
+  /** The prefix of the ids it is partitioned on. */
+  prefix: string;
+  /** The table whose days this one shares (bounds and names): they are created and dropped together. */
+  follows?: string;
+}
+
+/** The partitioned tables (the migrations' history_partitioned_tables()), in the order retention drops their days (referencing before referenced). */
+export const HISTORY_PARTITIONED: readonly HistoryTable[] = [
   { table: 'deliveries', prefix: 'del' },
+  { table: 'delivery_attempts', prefix: 'del', follows: 'deliveries' },
+  { table: 'dlq_entries', prefix: 'del', follows: 'deliveries' },
   { table: 'events', prefix: 'evt' },
   { table: 'replay_jobs', prefix: 'rpl' },
   { table: 'automation_runs', prefix: 'run' },
   { table: 'audit_logs', prefix: 'aud' },
   { table: 'alert_dispatches', prefix: 'ald' },
-] as const;
+];
+
+/** Whether `table`'s days are another table's (created and dropped with them: never dropped on their own). */
+export const followsAnother = (table: string) => HISTORY_PARTITIONED.some((t) => t.table === table && t.follows);
+
+/** The partitions a drop of `p` takes: `p`, then the same day of each table that follows its table. */
+export function droppedWith(p: Pick<HistoryPartition, 'table' | 'name'>): { table: string; name: string }[] {
+  const day = p.name.slice(p.table.length);
+  return [p, ...HISTORY_PARTITIONED.filter((t) => t.follows === p.table).map((t) => ({ table: t.table, name: t.table + day }))];
+}
 
 const ACTIVE = `('queued', 'scheduled', 'delivering', 'retrying')`;
 
@@ -58,7 +80,7 @@ export interface HistoryPartition {
   endsAt: number;
 }
 
-/** Every range partition of the history tables (not the default ones), oldest first per table. */
+/** Every range partition of the history tables (not the default ones), oldest first per table; those of a table that follows another too. */
 export async function listHistoryPartitions(db: pg.Pool): Promise<HistoryPartition[]> {
   const { rows } = await db.query<{ parent: string; name: string; bound: string }>(
     `SELECT p.relname AS parent, c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
@@ -85,7 +107,6 @@ export async function longestHistoryRetention(db: pg.Pool): Promise<number> {
 
 export interface DropOptions {
   now: number;
-  batchSize: number;
   deadline: number;
   /** How long a drop waits for each lock before leaving the day to the next pass (default 500 ms). */
   lockTimeout?: string;
@@ -101,37 +122,25 @@ export interface DropReport {
 export async function dropExpiredPartitions(db: pg.Pool, opts: DropOptions): Promise<DropReport> {
   const report: DropReport = { dropped: [], kept: [] };
   const cutoff = opts.now - (await longestHistoryRetention(db)) * 1000;
-  const parts = (await listHistoryPartitions(db)).filter((p) => p.endsAt <= cutoff);
-  const order = HISTORY_PARTITIONED.map((t) => t.table) as string[];
+  const parts = (await listHistoryPartitions(db)).filter((p) => p.endsAt <= cutoff && !followsAnother(p.table));
+  const order = HISTORY_PARTITIONED.map((t) => t.table);
   parts.sort((a, b) => order.indexOf(a.table) - order.indexOf(b.table) || a.to.localeCompare(b.to));
   for (const p of parts) {
     if (Date.now() > opts.deadline) break;
-    (await dropHistoryPartition(db, p, opts)) ? report.dropped.push(p.name) : report.kept.push(p.name);
+    (await dropHistoryPartition(db, p, opts)) ? report.dropped.push(...droppedWith(p).map((d) => d.name)) : report.kept.push(p.name);
   }
   if (report.dropped.length) log.info({ dropped: report.dropped }, 'history partitions dropped');
   return report;
 }
 
 /**
- * Drops one partition unless something a row delete would keep is in it (then false). A delivery
- * day first takes its attempts and DLQ entries (those tables are not partitioned), in batches;
- * events' payload counters go down (stored_payload_bytes) before their day goes.
+ * Drops one partition, with the same day of the tables that follow its table (droppedWith: a
+ * deliveries day takes its attempts and DLQ entries), unless something a row delete would keep is
+ * in it (then false). Events' payload counters go down (stored_payload_bytes) before their day goes.
  */
-export async function dropHistoryPartition(db: pg.Pool, p: HistoryPartition, opts: Pick<DropOptions, 'batchSize' | 'deadline' | 'lockTimeout'>): Promise<boolean> {
+export async function dropHistoryPartition(db: pg.Pool, p: HistoryPartition, opts: Pick<DropOptions, 'lockTimeout'>): Promise<boolean> {
   const range = [p.from, p.to];
   if (await blocker(db, p)) return false;
-  if (p.table === 'deliveries') {
-    for (const stmt of [
-      `DELETE FROM delivery_attempts WHERE ctid = ANY (ARRAY(SELECT ctid FROM delivery_attempts WHERE delivery_id >= $1 AND delivery_id < $2 LIMIT $3))`,
-      `DELETE FROM dlq_entries WHERE ctid = ANY (ARRAY(SELECT ctid FROM dlq_entries WHERE delivery_id >= $1 AND delivery_id < $2 LIMIT $3))`,
-    ]) {
-      for (;;) {
-        const r = await db.query(stmt, [...range, opts.batchSize]);
-        if ((r.rowCount ?? 0) < opts.batchSize) break;
-        if (Date.now() > opts.deadline) return false;
-      }
-    }
-  }
   if (p.table === 'events') {
     // Bodies still held are counted down by the events' update trigger, as payload retention would.
     await db.query(
@@ -144,14 +153,20 @@ export async function dropHistoryPartition(db: pg.Pool, p: HistoryPartition, opt
   try {
     await client.query('BEGIN');
     // Every lock the detach and drop take, at once and in the order the hot paths take them (ingest:
-    // events, then deliveries; results: deliveries, then attempts), each waited for at most
+    // events, then deliveries; results: deliveries, then attempts and DLQ entries), each waited for at most
     // lock_timeout, below PostgreSQL's deadlock_timeout (1 s): when a writer and the drop do wait on
     // each other, the drop gives up first and the writer goes on. Retention tries again next pass.
     await client.query(`SELECT set_config('lock_timeout', $1, true)`, [opts.lockTimeout ?? '500ms']);
     for (const lock of LOCKS[p.table] ?? [`${p.table} IN ACCESS EXCLUSIVE MODE`]) await client.query(`LOCK TABLE ${lock}`);
-    // Detached first: that checks no row elsewhere references it and takes its foreign keys' parts off.
-    await client.query(`ALTER TABLE ${p.table} DETACH PARTITION ${p.name}`);
-    await client.query(`DROP TABLE ${p.name}`);
+    // The following days first (a day of deliveries goes after its attempts), each detached first:
+    // that checks no row elsewhere references it and takes its foreign keys' parts off. A following
+    // day that does not exist is skipped.
+    const [own, ...following] = droppedWith(p);
+    const { rows } = await client.query<{ name: string }>('SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL', [following.map((f) => f.name)]);
+    for (const d of [...following.filter((f) => rows.some((r) => r.name === f.name)), own]) {
+      await client.query(`ALTER TABLE ${d.table} DETACH PARTITION ${d.name}`);
+      await client.query(`DROP TABLE ${d.name}`);
+    }
     await client.query('COMMIT');
     return true;
   } catch (err) {
@@ -163,9 +178,12 @@ export async function dropHistoryPartition(db: pg.Pool, p: HistoryPartition, opt
   }
 }
 
-/** The locks a day's detach takes, in the hot paths' order (foreign keys: deliveries → events, delivery_attempts → deliveries). */
+/**
+ * The locks a day's detach takes, in the hot paths' order (ingest: events, then deliveries; results:
+ * deliveries, then attempts and DLQ entries). Foreign keys: deliveries → events, delivery_attempts → deliveries.
+ */
 const LOCKS: Record<string, string[]> = {
-  deliveries: ['events IN SHARE ROW EXCLUSIVE MODE', 'deliveries IN ACCESS EXCLUSIVE MODE', 'delivery_attempts IN SHARE ROW EXCLUSIVE MODE'],
+  deliveries: ['events IN SHARE ROW EXCLUSIVE MODE', 'deliveries IN ACCESS EXCLUSIVE MODE', 'delivery_attempts IN ACCESS EXCLUSIVE MODE', 'dlq_entries IN ACCESS EXCLUSIVE MODE'],
   events: ['events IN ACCESS EXCLUSIVE MODE', 'deliveries IN SHARE ROW EXCLUSIVE MODE'],
 };
 

@@ -250,7 +250,7 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
   if (!files.complete) report.complete = false;
   // Whole days past every project's history retention go at once; the batches below then work
   // only inside the days still needed by someone.
-  const dropped = await dropExpiredPartitions(db, { now: s.now, batchSize: s.batchSize, deadline: s.deadline });
+  const dropped = await dropExpiredPartitions(db, { now: s.now, deadline: s.deadline });
   report.partitionsDropped.push(...dropped.dropped);
   // Webhooks, by primary key in pages: each with its effective limits.
   for (let after = ''; ; ) {
@@ -305,18 +305,19 @@ async function pass(rt: Pick<Runtime, 'db' | 'workerUtils'> & Partial<Pick<Runti
          SELECT count(*) AS n FROM gone`,
         [p.id, idBefore('rpl', history)],
       );
-      // The project's rows that only history keeps, oldest first by id (ids are ULIDs: older than = below).
-      const olderRows = (table: 'audit_logs' | 'dlq_entries' | 'automation_runs' | 'alert_dispatches', prefix: string) =>
+      // The project's rows that only history keeps, oldest first by id (ids are ULIDs: older than =
+      // below), deleted by their primary key (a DLQ entry's is (delivery_id, id)).
+      const olderRows = (table: 'audit_logs' | 'dlq_entries' | 'automation_runs' | 'alert_dispatches', prefix: string, key = 'id') =>
         drain(
           db,
           s,
           report,
-          `WITH gone AS (DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE project_id = $1 AND id < $2 ORDER BY id LIMIT $3) RETURNING 1)
+          `WITH gone AS (DELETE FROM ${table} WHERE (${key}) IN (SELECT ${key} FROM ${table} WHERE project_id = $1 AND id < $2 ORDER BY id LIMIT $3) RETURNING 1)
            SELECT count(*) AS n FROM gone`,
           [p.id, idBefore(prefix, history)],
         );
       report.auditLogsDeleted += await olderRows('audit_logs', 'aud');
-      report.dlqEntriesDeleted += await olderRows('dlq_entries', 'dlq');
+      report.dlqEntriesDeleted += await olderRows('dlq_entries', 'dlq', 'delivery_id, id');
       report.automationRunsDeleted += await olderRows('automation_runs', 'run');
       report.alertDispatchesDeleted += await olderRows('alert_dispatches', 'ald');
       if (Date.now() > s.deadline) {
