@@ -73,6 +73,9 @@ async function within(p: Promise<unknown> | undefined, ms: number, what: string)
   if (outcome === 'late') log.warn({ ms }, `${what} did not stop in time; stopping the rest`);
 }
 
+/** How long a job runner whose pool hit a fatal error may take to stop before it counts as dead (see startRunner). */
+const RUNNER_DEAD_AFTER_FATAL_MS = 60_000;
+
 /** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
 export async function startApp(opts: AppOptions): Promise<App> {
   const { config } = opts;
@@ -129,6 +132,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
       let poolId: string | undefined;
       const events: WorkerEvents = new EventEmitter();
       events.on('pool:create', ({ workerPool }) => (poolId = workerPool.id));
+      // graphile-worker 0.18 can fail to shut a pool down after a fatal error (its local queue
+      // refuses to release: "Cannot background something when the queue is already released"), and
+      // then its run promise never settles: the runner counts as dead once its forceful shutdown
+      // failed, or a minute after the fatal error.
+      const dead = new Promise<unknown>((resolve) => {
+        events.once('pool:forcefulShutdown:error', ({ error }) => resolve(error));
+        events.once('pool:fatalError', ({ error }) => setTimeout(() => resolve(error), RUNNER_DEAD_AFTER_FATAL_MS).unref());
+      });
       const started = await run({
         pgPool: db.relaxedPool,
         events,
@@ -151,7 +162,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
           },
         },
       });
-      superviseRunner(started, () => poolId);
+      superviseRunner(started, () => poolId, dead);
       return started;
     };
     // graphile-worker stops its pool for good when a statement of its own bookkeeping fails
@@ -159,9 +170,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
     // scheduled). The runner is started again once the database answers; the dead pool's jobs are
     // unlocked first (they would otherwise wait hours), and a job that runs twice finds its
     // delivery's state in the row.
-    const superviseRunner = (current: Runner, poolId: () => string | undefined) => {
-      void current.promise
-        .then(() => null, (err: unknown) => err)
+    const superviseRunner = (current: Runner, poolId: () => string | undefined, dead: Promise<unknown>) => {
+      void Promise.race([current.promise.then(() => null, (err: unknown) => err), dead])
         .then(async (err) => {
           if (stopRequested) return;
           log.warn({ err: err instanceof Error ? err.message : err }, 'the job runner stopped on its own; starting a new one once the database answers');

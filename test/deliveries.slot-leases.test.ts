@@ -54,9 +54,14 @@ describe('slot leases', () => {
     );
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
-    // Their jobs ran and found no free slot: they came back for later, and nothing was sent.
+    // Their jobs ran and found no free slot: the first waiting delivery's job came back for later
+    // (the drain it starts claims the others with it), none is locked, and nothing was sent.
     await waitFor(
-      async () => (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[]) AND attempts = 0 AND run_at > now() - interval '1 second'`, [ids.map((id) => `del:${id}`)])) === 3 || null,
+      async () =>
+        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[]) AND attempts = 0 AND run_at > now() - interval '1 second'`, [ids.map((id) => `del:${id}`)])) >= 1 &&
+        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[]) AND locked_at IS NOT NULL`, [ids.map((id) => `del:${id}`)])) === 0
+          ? true
+          : null,
       10_000,
     );
     expect(receiver.received).toHaveLength(0);

@@ -269,12 +269,21 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   }
 }
 
-/** Re-queues the jobs of those of `ids` still waiting for an attempt (not claimed meanwhile by another drain), or whose attempt was lost with its runner. */
+/**
+ * Gives the first of `ids` still waiting for an attempt (not claimed meanwhile by another drain,
+ * or whose attempt was lost with its runner) a job again at `runAt`: the drain it starts claims
+ * the webhook's other due deliveries with it. One job, not one per delivery: these deliveries'
+ * jobs are the ones running now, still locked, and re-adding a job under a locked job's key
+ * updates that row; a statement updating several of them could deadlock with graphile-worker's
+ * batched completion deleting the same rows in another order (a deadlock there stops its pool).
+ */
 async function requeueWaiting(db: pg.Pool, ids: string[], runAt: Date): Promise<void> {
   await db.query({
-    name: 'requeue_waiting_deliveries',
-    text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM deliveries
-            WHERE id = ANY($1::text[]) AND (status IN ('queued', 'retrying', 'scheduled') OR (status = 'delivering' AND lease_until < now()))`,
+    name: 'requeue_waiting_delivery',
+    text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM (
+             SELECT id, webhook_id FROM deliveries
+              WHERE id = ANY($1::text[]) AND (status IN ('queued', 'retrying', 'scheduled') OR (status = 'delivering' AND lease_until < now()))
+              ORDER BY seq LIMIT 1) d`,
     values: [ids, ATTEMPT_TASK, runAt],
   });
 }
