@@ -140,6 +140,37 @@ describe('slot leases', () => {
     await receiver.close();
   });
 
+  it('a slow answer does not hold the webhook back when the drain hands on: the next drain delivers while it is still open', async () => {
+    const slow = gate();
+    const receiver = await startReceiver((_r, n) => (n === 1 ? { status: 200, until: slow.opened } : { status: 200 }));
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3, timeoutMs: 25_000 });
+    const first = await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i: 0 }));
+    await waitFor(() => receiver.inFlight === 1 || null, 10_000);
+    // Events keep coming while the first request stays open, past the drain's 5 s budget.
+    const startedAt = Date.now();
+    let late: string | null = null;
+    const sent = new Map<string, number>();
+    try {
+      for (let i = 1; i < 400 && !late; i++) {
+        const { deliveryId } = await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
+        sent.set(deliveryId, Date.now() - startedAt);
+        await new Promise((r) => setTimeout(r, 50));
+        // An event sent more than 6 s after the slow request opened, delivered while it is still open.
+        const done = (await app.rt.db.pool.query(`SELECT id FROM deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [wh.id])).rows.map((r) => r.id as string);
+        late = done.find((id) => (sent.get(id) ?? 0) > 6_000) ?? null;
+      }
+      expect(late, 'no event sent after the first drain handed on was delivered while its slow request was open').not.toBeNull();
+      expect(receiver.inFlight).toBe(1);
+      expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = $1 AND status = 'delivering'`, [first.deliveryId])).toBe(1);
+    } finally {
+      slow.open();
+    }
+    await waitFor(async () => (await succeeded(wh.id)) === sent.size + 1 || null, 20_000);
+    expect(receiver.maxInFlight).toBeLessThanOrEqual(3);
+    await receiver.close();
+  }, 60_000);
+
   it("a lowered maxInFlight trims a lease at its renewal to what the webhook's other live leases leave, and a paused webhook's lease is not renewed", async () => {
     const { projectId } = await app.project('pro');
     const wh = await createFixtureWebhook(app.rt, projectId, 'http://127.0.0.1:9/never', { maxInFlight: 6 });

@@ -8,7 +8,7 @@ import { Drain, Slots } from './drain.ts';
 import type { DeliveryEngine } from './engine.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, requeueAttemptJob } from './job.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
-import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, type SlotLease } from './slot-lease.ts';
+import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
 const DRAIN_BUDGET_MS = 5_000;
@@ -27,6 +27,9 @@ const CLAIM_AHEAD_MS = 1_000;
 /** How long a claim holds its delivery: batch claims (claim-batch.ts) and one-at-a-time ones (claim.ts). */
 const BATCH_CLAIM_LEASE_MS = (timeoutMs: number) => 2 * timeoutMs + LEASE_MARGIN_MS;
 const SINGLE_CLAIM_LEASE_MS = (timeoutMs: number) => timeoutMs + LEASE_MARGIN_MS;
+
+/** How long a drain whose time is up waits for its last answers before it gives their spare slots back and hands on (see runDrain). */
+const TAIL_GRACE_MS = 100;
 
 /** When a drain found every slot of its webhook leased by other runners' drains: its deliveries' jobs run again after about this. */
 const SLOTS_BUSY_RETRY_MS = 100;
@@ -247,6 +250,24 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     // A lost lease: a new drain (under a new lease) takes the webhook's next jobs at once, while
     // this one waits for its attempts under way.
     if (lease.slots === 0) stopDraining();
+    // Time is up and attempts are still open a moment later (a slow answer, up to the webhook's
+    // timeout): the slots they do not need go back, and the webhook's work goes to a new drain
+    // now rather than after the slowest answer. (A fast receiver's last answers come within the
+    // moment: then the lease goes back whole, below, before the hand-off.)
+    let handedOn = false;
+    if (handOff && !single && lease.slots > 0 && !drain.stopping && !signal?.aborted && pending > 0) {
+      for (const until = Date.now() + TAIL_GRACE_MS; pending > 0 && Date.now() < until; drain.sleep()) {
+        await Promise.race([drain.woken(), new Promise((r) => setTimeout(r, Math.max(until - Date.now(), 1)))]);
+      }
+      if (pending > 0) {
+        await shrinkSlotLease(db, lease, pending);
+        stopDraining();
+        const left = drain.take();
+        await handOffDueDeliveries(db, drained);
+        left.release();
+        handedOn = true;
+      }
+    }
     // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
     // back. The drain stays registered meanwhile, so that this runner's next jobs of the webhook
     // join it (and are handed on below) rather than find its slots still leased.
@@ -264,7 +285,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     if (left.ids.length) handOff = true;
     await Promise.all(runs);
     if (single) for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
-    else if (handOff) await handOffDueDeliveries(db, drained);
+    else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
     left.release();
   }
 }

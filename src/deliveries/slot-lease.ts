@@ -125,6 +125,14 @@ export async function renewSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLea
 }
 
 /**
+ * Gives back the slots of a lease beyond `keep` (its drain has stopped claiming and only `keep`
+ * attempts are still open): a new drain may have them while the slowest of those answers.
+ */
+export async function shrinkSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotLease, keep: number): Promise<void> {
+  await db.query({ name: 'shrink_slot_lease', text: 'UPDATE webhook_slot_leases SET slots = LEAST(slots, $2) WHERE id = $1', values: [lease.id, keep] });
+}
+
+/**
  * Gives a lease's slots back (its drain ended, every attempt it started answered). When the
  * database cannot be reached, it keeps trying in the background until it can or the lease has run
  * out by itself: a lease left behind would keep the webhook's slots from every other drain until
