@@ -15,7 +15,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
-import { createDeliveryEngine, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
+import { createDeliveryEngine, handOverToDrain, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
@@ -90,7 +90,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   // LISTEN needs a session of its own on the server; NOTIFY goes through the pool like any statement.
   const pubsub = new PgPubSub(db.directUrl, db.pool);
   const workerUtils = await makeWorkerUtils({ pgPool: db.direct, logger: quietLogger });
-  const rt: Runtime = { config, db, pubsub, workerUtils, runners: new JobRunnerNudge(db.relaxedPool) };
+  const runners = new JobRunnerNudge(db.relaxedPool);
+  const rt: Runtime = { config, db, pubsub, workerUtils, runners };
 
   let http: HttpServer | undefined;
   let smtp: SmtpServerHandle | undefined;
@@ -117,6 +118,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   }
   if (opts.worker !== false) {
     engine = createDeliveryEngine(rt);
+    const local = engine;
+    // Ingest in this process hands due deliveries to the drains running here (no job fetch needed).
+    runners.localDrains = (webhookId, deliveryId) => handOverToDrain(local, webhookId, deliveryId);
     // Each task observes its job's start delay (relay_job_start_delay_seconds) before it runs.
     const taskList = Object.fromEntries(
       Object.entries(createTaskList(rt, engine)).map(([task, fn]) => [
@@ -214,6 +218,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       stopRequested = true;
       stopping ??= (async () => {
         // Drains stop claiming at once (graphile-worker's abort signal would come too late).
+        runners.localDrains = null;
         if (engine) stopDrains(engine);
         await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), smtp?.close()]);
         await metricsServer?.close();

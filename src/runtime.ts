@@ -17,4 +17,10 @@ export interface Runtime {
 /** Wakes job runners (deliveries/enqueue.ts implements it with one coalesced NOTIFY per process). */
 export interface RunnerWakeUp {
   nudge(count?: number): void;
+  /**
+   * Hands a due delivery (its job row committed) to its webhook's drain when one runs in this
+   * process: the drain claims it (and deletes its job) without any runner having to be woken.
+   * False when none runs here: nudge then.
+   */
+  handOver(webhookId: string, deliveryId: string): boolean;
 }

@@ -115,7 +115,7 @@ WITH w AS (
   SELECT pg_notify('${NOTIFY_CHANNEL}', ${deliveryNotificationSql('u')}) FROM upd u
 ), gone AS (
   DELETE FROM graphile_worker._private_jobs j
-   WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd WHERE NOT id = ANY($1::text[])) AND j.locked_at IS NULL
+   WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd) AND j.locked_at IS NULL
   RETURNING 1
 )
 SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,

@@ -84,6 +84,15 @@ export class Drain {
     this.wakeUp = null;
   }
 
+  /**
+   * A delivery ingest handed over in this process (see handOverToDrain): named like a job's, but
+   * nothing waits for it; its job row, not yet run, is deleted by the claim that takes it.
+   */
+  offer(deliveryId: string): void {
+    if (!this.waiting.has(deliveryId)) this.waiting.set(deliveryId, () => {});
+    if (this.roomLeft) this.wake();
+  }
+
   /** Named deliveries a claim left out (it took as many as it had room for): the next claim names them again. */
   putBack(ids: string[]): void {
     for (const id of ids) if (!this.waiting.has(id)) this.waiting.set(id, () => {});

@@ -53,6 +53,20 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
 }
 
 /**
+ * Hands a due delivery just ingested in this process to its webhook's drain here, if one runs
+ * (RunnerWakeUp.handOver): it is claimed with the drain's next batch, and its job is deleted
+ * before any runner fetches it. No NOTIFY, no job fetch, no job completion. False when no drain
+ * of the webhook runs here (or it is stopping): the caller wakes the runners instead. A drain that
+ * ends before claiming it hands its named deliveries on (batch-run.ts), and runners poll.
+ */
+export function handOverToDrain(engine: DeliveryEngine, webhookId: string, deliveryId: string): boolean {
+  const drain = engine.drains.get(webhookId);
+  if (!drain || drain.stopping) return false;
+  drain.offer(deliveryId);
+  return true;
+}
+
+/**
  * First step of a runner's shutdown: every drain stops claiming, sends nothing more that is still
  * waiting for a slot (those deliveries go back to wait, with their jobs), and gives its lease
  * back once the requests it has open are answered.

@@ -139,7 +139,14 @@ export class JobRunnerNudge {
   private pending = 0;
   private sending = false;
 
+  /** This process's job runner's drains, when it runs one (app.ts): see handOver. */
+  localDrains: ((webhookId: string, deliveryId: string) => boolean) | null = null;
+
   constructor(private readonly pool: pg.Pool) {}
+
+  handOver(webhookId: string, deliveryId: string): boolean {
+    return this.localDrains?.(webhookId, deliveryId) ?? false;
+  }
 
   nudge(count = 1) {
     this.pending += count;

@@ -199,6 +199,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
   }
   if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
   // In the caller's transaction the job is not visible until it commits: the caller nudges then.
-  if (!client) rt.runners.nudge();
+  // A due delivery whose webhook is being drained in this process goes to that drain directly.
+  if (!client && !(status === 'queued' && rt.runners.handOver(target.webhookId, delivery.id))) rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }
