@@ -47,7 +47,7 @@ const LOCK_UPDATE_MS = 1_000;
 const READY_TIMEOUT_MS = 30_000;
 const WATCH_INTERVAL_MS = 500;
 const RESTART_WINDOW_MS = 12_000;
-const FLAGS = ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1'];
+const FLAGS = ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1', '-c', 'autovacuum_naptime=5s'];
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
