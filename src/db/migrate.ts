@@ -80,11 +80,31 @@ export async function migrate(url: string, directTasks: readonly string[]): Prom
         WHERE NOT EXISTS (SELECT 1 FROM graphile_worker._private_tasks WHERE identifier = t)`,
       [directTasks],
     );
+    await analyzeNeverAnalyzed(client);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
     await client.end();
   }
   return applied;
+}
+
+/**
+ * Gives planner statistics to the tables that never had any (a fresh database, the partitions a
+ * migration made). Without them PostgreSQL plans as if each were a few pages of unknown rows, and
+ * the delivery statements' plans scan partitions instead of using their primary keys until
+ * autovacuum first analyzes them (after its naptime, a minute by default): on a fresh database at
+ * 200 events/s that doubled PostgreSQL's time per event. Analyzed empty, the estimates grow with
+ * the tables. Nothing to do once every table has statistics: then this is one catalog read.
+ */
+export async function analyzeNeverAnalyzed(client: pg.Client | pg.Pool | pg.PoolClient, tables?: string[]): Promise<void> {
+  const { rows } = await client.query<{ t: string }>(
+    `SELECT c.oid::regclass::text AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname IN ('public', 'graphile_worker') AND c.relkind = 'r' AND c.reltuples < 0
+        AND ($1::text[] IS NULL OR c.oid::regclass::text = ANY ($1::text[]))
+      ORDER BY 1`,
+    [tables ?? null],
+  );
+  if (rows.length) await client.query(`ANALYZE ${rows.map((r) => r.t).join(', ')}`);
 }
 
 export const quietLogger = new Logger(() => () => {});

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { decodeTime } from 'ulid';
+import { analyzeNeverAnalyzed } from '../db/migrate.ts';
 import { log } from '../log.ts';
 import { projectQuotas } from '../projects/quotas/limits.ts';
 
@@ -64,7 +65,11 @@ const ACTIVE = `('queued', 'scheduled', 'delivering', 'retrying')`;
 export async function ensureHistoryPartitions(db: pg.Pool, now: Date = new Date(), days = PARTITION_DAYS): Promise<string[]> {
   const { rows } = await db.query<{ p: string }>('SELECT history_partitions_ensure($1::date, $2) AS p', [now.toISOString().slice(0, 10), days]);
   const made = rows.map((r) => r.p);
-  if (made.length) log.info({ partitions: made }, 'history partitions created');
+  if (made.length) {
+    log.info({ partitions: made }, 'history partitions created');
+    // Empty, analyzed now: the day's first rows are planned with estimates that grow with them.
+    await analyzeNeverAnalyzed(db, made);
+  }
   return made;
 }
 
