@@ -178,6 +178,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
       void Promise.race([current.promise.then(() => null, (err: unknown) => err), dead])
         .then(async (err) => {
           if (stopRequested) return;
+          // A runner whose pool never finished shutting down still has its cron: stopped (not awaited).
+          void current.stop().catch(() => {});
           log.warn({ err: err instanceof Error ? err.message : err }, 'the job runner stopped on its own; starting a new one once the database answers');
           for (let delay = 100; !stopRequested; delay = Math.min(delay * 2, 2_000)) {
             try {

@@ -38,8 +38,14 @@ describe('ingest handing deliveries to a drain in the same process', () => {
         app.rt.runners.nudge = nudge;
       }
       expect(nudges, 'runners woken for deliveries handed to the drain').toBe(0);
-      held.open();
       const count = async (sql: string) => (await app.rt.db.pool.query(sql)).rows[0].n as number;
+      // The drain still runs (the first answer is held) and the runner polls once a minute: the
+      // claims that took the handed-over deliveries deleted their job rows.
+      await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = '${wh.id}' AND status = 'succeeded'`)) === 5 || null, 20_000);
+      const handed = (await app.rt.db.pool.query(`SELECT id FROM deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [wh.id])).rows.map((r) => `del:${r.id}`);
+      expect(handed).toHaveLength(5);
+      expect(await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY('{${handed.join(',')}}'::text[])`)).toBe(0);
+      held.open();
       await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = '${wh.id}' AND status = 'succeeded'`)) === 6 || null, 20_000);
       await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key LIKE 'del:%'`)) === 0 || null, 20_000);
       expect(receiver.received.map((r) => JSON.parse(r.body.toString()).n).sort()).toEqual([0, 1, 2, 3, 4, 5]);

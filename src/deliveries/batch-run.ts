@@ -260,12 +260,23 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         await Promise.race([drain.woken(), new Promise((r) => setTimeout(r, Math.max(until - Date.now(), 1)))]);
       }
       if (pending > 0) {
-        await shrinkSlotLease(db, lease, pending);
-        stopDraining();
-        const left = drain.take();
-        await handOffDueDeliveries(db, drained);
-        left.release();
-        handedOn = true;
+        // Should the database fail here, the drain ends the usual way below (its lease whole until
+        // the slowest answer, then released, and the webhook handed on then).
+        try {
+          await shrinkSlotLease(db, lease, pending);
+          stopDraining();
+          const left = drain.take();
+          try {
+            await handOffDueDeliveries(db, drained);
+            handedOn = true;
+          } finally {
+            // Not handed on: put back, the hand-off below takes them.
+            if (!handedOn) drain.putBack(left.ids);
+            left.release();
+          }
+        } catch (err) {
+          log.warn({ err, webhookId: drained }, 'could not hand the webhook on early; it is handed on once its last answer came');
+        }
       }
     }
     // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
