@@ -73,8 +73,22 @@ async function within(p: Promise<unknown> | undefined, ms: number, what: string)
   if (outcome === 'late') log.warn({ ms }, `${what} did not stop in time; stopping the rest`);
 }
 
-/** How long a job runner whose pool hit a fatal error may take to stop before it counts as dead (see startRunner). */
+/** How long a job runner whose pool hit a fatal error may take to stop before it counts as dead (see runnerDeath). */
 const RUNNER_DEAD_AFTER_FATAL_MS = 60_000;
+
+/**
+ * Resolves (with the error) once a runner's pool is past saving, whether or not its run promise
+ * ever settles: graphile-worker 0.18 can fail to shut a pool down after a fatal error (its local
+ * queue refuses to release: "Cannot background something when the queue is already released"),
+ * and then its run promise never settles. Dead once its forceful shutdown failed, or
+ * `afterFatalMs` after the fatal error. Listen before the runner starts.
+ */
+export function runnerDeath(events: WorkerEvents, afterFatalMs = RUNNER_DEAD_AFTER_FATAL_MS): Promise<unknown> {
+  return new Promise((resolve) => {
+    events.once('pool:forcefulShutdown:error', ({ error }) => resolve(error));
+    events.once('pool:fatalError', ({ error }) => setTimeout(() => resolve(error), afterFatalMs).unref());
+  });
+}
 
 /** Starts the API half (HTTP + WebSocket), the worker half (graphile-worker runner), or both. */
 export async function startApp(opts: AppOptions): Promise<App> {
@@ -136,14 +150,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       let poolId: string | undefined;
       const events: WorkerEvents = new EventEmitter();
       events.on('pool:create', ({ workerPool }) => (poolId = workerPool.id));
-      // graphile-worker 0.18 can fail to shut a pool down after a fatal error (its local queue
-      // refuses to release: "Cannot background something when the queue is already released"), and
-      // then its run promise never settles: the runner counts as dead once its forceful shutdown
-      // failed, or a minute after the fatal error.
-      const dead = new Promise<unknown>((resolve) => {
-        events.once('pool:forcefulShutdown:error', ({ error }) => resolve(error));
-        events.once('pool:fatalError', ({ error }) => setTimeout(() => resolve(error), RUNNER_DEAD_AFTER_FATAL_MS).unref());
-      });
+      const dead = runnerDeath(events);
       const started = await run({
         pgPool: db.relaxedPool,
         events,

@@ -1,13 +1,17 @@
+import { EventEmitter } from 'node:events';
+import type { WorkerEvents } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runnerDeath } from '../src/app.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { gate, startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
 // graphile-worker stops a runner's pool when it cannot complete a batch of jobs (a deadlock, the
-// database going away). With its local queue holding jobs that no worker was free to take, the
-// pool's shutdown fails ("Cannot background something when the queue is already released") and
-// the runner's promise never settles: the runner must count as dead then and be started again,
-// or that process runs no job any more.
+// database going away), and the runner must be started again, or that process runs no job any
+// more. With its local queue holding jobs no worker was free for, the pool's shutdown fails
+// ("Cannot background something when the queue is already released"); under a burst its run
+// promise then never settled (reproduced with 21,000 events, not in a test): the runner counts as
+// dead from graphile-worker's events too (runnerDeath).
 let api: TestApp;
 let runner: TestApp;
 beforeAll(async () => {
@@ -19,7 +23,7 @@ afterAll(async () => {
 });
 
 describe('a job runner whose pool hit a fatal error', () => {
-  it('is started again even when its pool never finishes shutting down, and delivers what came meanwhile', async () => {
+  it('is started again after a failed job completion stopped its pool with jobs in its local queue, and delivers every event once', async () => {
     // Six webhooks whose receiver holds each answer until the test opens that webhook's gate.
     const gates = Array.from({ length: 6 }, () => gate());
     const receiver = await startReceiver((r) => (r.url.startsWith('/slow/') ? { status: 200, until: gates[Number(r.url.slice(6))]!.opened } : { status: 200 }));
@@ -64,4 +68,33 @@ describe('a job runner whose pool hit a fatal error', () => {
       await receiver.close();
     }
   }, 120_000);
+});
+
+describe('runnerDeath: when a runner counts as dead whatever its run promise does', () => {
+  const settled = (p: Promise<unknown>, ms: number) => Promise.race([p.then((v) => ({ v })), new Promise((r) => setTimeout(() => r('pending'), ms))]);
+
+  it('at once when its forceful shutdown failed', async () => {
+    const events: WorkerEvents = new EventEmitter();
+    const dead = runnerDeath(events, 60_000);
+    expect(await settled(dead, 50)).toBe('pending');
+    const error = new Error('Errors occurred whilst deactivating queue');
+    events.emit('pool:forcefulShutdown:error', { error } as never);
+    expect(await settled(dead, 50)).toEqual({ v: error });
+  });
+
+  it('a while after a fatal error, should no shutdown say more', async () => {
+    const events: WorkerEvents = new EventEmitter();
+    const dead = runnerDeath(events, 300);
+    const error = new Error('Failed to complete jobs');
+    events.emit('pool:fatalError', { error } as never);
+    expect(await settled(dead, 100)).toBe('pending');
+    expect(await settled(dead, 2_000)).toEqual({ v: error });
+  });
+
+  it('never while its pool reports nothing fatal', async () => {
+    const events: WorkerEvents = new EventEmitter();
+    const dead = runnerDeath(events, 10);
+    events.emit('pool:gracefulShutdown', { message: 'stop' } as never);
+    expect(await settled(dead, 200)).toBe('pending');
+  });
 });
