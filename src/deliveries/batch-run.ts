@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { log } from '../log.ts';
 import { automationRoom } from '../automations/run.ts';
 import { claimDelivery, LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
@@ -6,7 +5,7 @@ import { claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobs
 import { deferClaim } from './defer.ts';
 import { Drain, Slots } from './drain.ts';
 import type { DeliveryEngine } from './engine.ts';
-import { addAttemptJobSql, ATTEMPT_TASK, requeueAttemptJob } from './job.ts';
+import { requeueAttemptJob } from './job.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
 import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
@@ -85,8 +84,8 @@ export async function attemptDelivery(engine: DeliveryEngine, deliveryId: string
         return await attemptOne(engine, deliveryId);
       }
       // Every slot is another runner's drain's: theirs claim these deliveries too, and should
-      // they stop first, these jobs come back.
-      if (grant.kind === 'busy') await requeueWaiting(db, [deliveryId, ...named.ids], new Date(Date.now() + SLOTS_BUSY_RETRY_MS * (1 + Math.random())));
+      // they stop first, a job comes back for them.
+      if (grant.kind === 'busy') await handOffDueDeliveries(db, drained, new Date(Date.now() + SLOTS_BUSY_RETRY_MS * (1 + Math.random())));
       named.release();
       return;
     }
@@ -299,25 +298,6 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
     left.release();
   }
-}
-
-/**
- * Gives the first of `ids` still waiting for an attempt (not claimed meanwhile by another drain,
- * or whose attempt was lost with its runner) a job again at `runAt`: the drain it starts claims
- * the webhook's other due deliveries with it. One job, not one per delivery: these deliveries'
- * jobs are the ones running now, still locked, and re-adding a job under a locked job's key
- * updates that row; a statement updating several of them could deadlock with graphile-worker's
- * batched completion deleting the same rows in another order (a deadlock there stops its pool).
- */
-async function requeueWaiting(db: pg.Pool, ids: string[], runAt: Date): Promise<void> {
-  await db.query({
-    name: 'requeue_waiting_delivery',
-    text: `SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', '$3::timestamptz')} FROM (
-             SELECT id, webhook_id FROM deliveries
-              WHERE id = ANY($1::text[]) AND (status IN ('queued', 'retrying', 'scheduled') OR (status = 'delivering' AND lease_until < now()))
-              ORDER BY seq LIMIT 1) d`,
-    values: [ids, ATTEMPT_TASK, runAt],
-  });
 }
 
 /** A delivery whose attempt was lost with its runner, claimed under a drain's lease: the lost attempt is recorded first. */

@@ -35,19 +35,24 @@ export type BatchClaimOutcome =
   | { kind: 'none' };
 
 /**
- * Gives the webhook's oldest due delivery a job again, when a job that drained the webhook stops
- * with work left (time budget, shutdown): jobs that found every slot taken left theirs to it.
+ * Gives the webhook's oldest due delivery a job again (at `runAt`, or now): when a job that drained
+ * the webhook stops with work left (time budget, shutdown), or when jobs found every slot leased
+ * by another runner's drain (later: should that drain stop first). The drain that job starts
+ * claims the webhook's other due deliveries with it. One job, never one per delivery: the jobs of
+ * those deliveries may be the running ones, still locked, and re-adding a job under a locked job's
+ * key updates that row; a statement updating several could deadlock with graphile-worker's
+ * batched completion deleting them in another order (which stops its pool).
  */
-export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webhookId: string): Promise<void> {
+export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webhookId: string, runAt?: Date): Promise<void> {
   await client.query({
     name: 'hand_off_due_deliveries',
-    text: `SELECT ${addAttemptJobSql('$2', 'n.id', '$1::text')}
+    text: `SELECT ${addAttemptJobSql('$2', 'n.id', '$1::text', 'COALESCE($3::timestamptz, now())')}
              FROM (SELECT u.id FROM (
                      (SELECT id, seq FROM deliveries WHERE webhook_id = $1 AND status = 'queued' ORDER BY seq LIMIT 1)
                      UNION ALL
                      (SELECT id, seq FROM deliveries WHERE webhook_id = $1 AND status IN ('retrying', 'scheduled') AND next_attempt_at <= now() ORDER BY seq LIMIT 1)
                    ) u ORDER BY u.seq LIMIT 1) n`,
-    values: [webhookId, ATTEMPT_TASK],
+    values: [webhookId, ATTEMPT_TASK, runAt ?? null],
   });
 }
 
