@@ -89,7 +89,7 @@ export class Drain {
    * nothing waits for it; its job row, not yet run, is deleted by the claim that takes it.
    */
   offer(deliveryId: string): void {
-    if (!this.waiting.has(deliveryId)) this.waiting.set(deliveryId, () => {});
+    this.putBack([deliveryId]);
     if (this.roomLeft) this.wake();
   }
 
