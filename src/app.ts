@@ -6,8 +6,7 @@ import type { Config } from './config.ts';
 import { connectDatabase } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger, workerLogger } from './db/migrate.ts';
-import { ingestRoutes } from './ingest/channels.ts';
-import { startSmtpServer, type SmtpServerHandle } from './ingest/email-ingest.ts';
+import { ingestRoutes, startIngestServers, type ChannelServer } from './ingest/channels.ts';
 import { watchIngestTargetChanges } from './ingest/ingest-target-cache.ts';
 import { createSignedFileHandler } from './http/files.ts';
 import { createDashboardHandler } from './http/dashboard.ts';
@@ -15,7 +14,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
-import { createDeliveryEngine, handOverToDrain, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
+import { createDeliveryEngine, drainRunning, handOverToDrain, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
@@ -45,7 +44,7 @@ export interface App {
   rt: Runtime;
   http?: HttpServer;
   /** Email ingest's SMTP server (with the API half). */
-  smtp?: SmtpServerHandle;
+  smtp?: ChannelServer;
   /** A worker-only process's /metrics server (METRICS_PORT). */
   metricsPort?: number;
   runner?: Runner;
@@ -108,7 +107,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const rt: Runtime = { config, db, pubsub, workerUtils, runners };
 
   let http: HttpServer | undefined;
-  let smtp: SmtpServerHandle | undefined;
+  // The ingest channels' own listeners (email's SMTP server), by channel.
+  let channelServers: Record<string, ChannelServer> = {};
   let runner: Runner | undefined;
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
@@ -127,14 +127,13 @@ export async function startApp(opts: AppOptions): Promise<App> {
     const extraRoutes: ExtraRoutes = { ...ingestRoutes(rt), '/files': createSignedFileHandler(rt), '/dashboard': createDashboardHandler(rt) };
     http = await startHttpServer(rt, { port: opts.port ?? config.PORT, host: config.HOST, extraRoutes });
     log.info({ port: http.port }, 'http server listening');
-    smtp = await startSmtpServer(rt, { port: opts.smtpPort ?? config.SMTP_PORT, host: config.HOST, socketTimeoutMs: config.SMTP_TIMEOUT_MS });
-    log.info({ port: smtp.port, domain: config.EMAIL_DOMAIN }, 'smtp server listening');
+    channelServers = await startIngestServers(rt, { email: opts.smtpPort });
   }
   if (opts.worker !== false) {
     engine = createDeliveryEngine(rt);
     const local = engine;
     // Ingest in this process hands due deliveries to the drains running here (no job fetch needed).
-    runners.localDrains = (webhookId, deliveryId) => handOverToDrain(local, webhookId, deliveryId);
+    runners.localDrains = { running: (webhookId) => drainRunning(local, webhookId), offer: (webhookId, deliveryId) => handOverToDrain(local, webhookId, deliveryId) };
     // Each task observes its job's start delay (relay_job_start_delay_seconds) before it runs.
     const taskList = Object.fromEntries(
       Object.entries(createTaskList(rt, engine)).map(([task, fn]) => [
@@ -218,7 +217,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   return {
     rt,
     http,
-    smtp,
+    smtp: channelServers.email,
     metricsPort: metricsServer?.port,
     get runner() {
       return runner;
@@ -229,7 +228,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // Drains stop claiming at once (graphile-worker's abort signal would come too late).
         runners.localDrains = null;
         if (engine) stopDrains(engine);
-        await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), smtp?.close()]);
+        await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), ...Object.values(channelServers).map((s) => s.close())]);
         await metricsServer?.close();
         unwatch();
         unwatchIngestTargets();

@@ -492,5 +492,15 @@ export async function startSmtpServer(rt: Runtime, opts: { port: number; host?: 
   };
 }
 
-/** Email ingest: its SMTP server (startSmtpServer) is started by the API half, not mounted on HTTP. */
-export const emailChannel: IngestChannel = { name: 'email' };
+/** Email ingest: its SMTP server, started by the API half on SMTP_PORT (not mounted on HTTP). */
+export const emailChannel: IngestChannel = {
+  name: 'email',
+  server: {
+    async start(rt, opts) {
+      const { config } = rt;
+      const smtp = await startSmtpServer(rt, { port: opts.port ?? config.SMTP_PORT, host: config.HOST, socketTimeoutMs: config.SMTP_TIMEOUT_MS });
+      log.info({ port: smtp.port, domain: config.EMAIL_DOMAIN }, 'smtp server listening');
+      return smtp;
+    },
+  },
+};

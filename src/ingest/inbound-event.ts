@@ -6,12 +6,21 @@ import type { Runtime } from '../runtime.ts';
 /**
  * An ingest channel: one file each (`*-ingest.ts` here), listed once in channels.ts. A channel
  * that takes HTTP requests names its route: the server mounts it at `prefix` beside /v1 and
- * /graphql, with the handler `create` makes once per process.
+ * /graphql, with the handler `create` makes once per process. A channel that listens on a port
+ * of its own (email's SMTP server) names its server: the API half starts it (`start`, with the
+ * port the app was asked for, else the channel's configured one) and closes it when it stops.
  */
 export interface IngestChannel {
   /** The event's `channel`, as routing rules match it. */
   name: string;
   route?: { prefix: string; create(rt: Runtime): IngestRouteHandler };
+  server?: { start(rt: Runtime, opts: { port?: number }): Promise<ChannelServer> };
+}
+
+/** A channel's own listener, once started. */
+export interface ChannelServer {
+  port: number;
+  close(): Promise<void>;
 }
 
 export type IngestRouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
