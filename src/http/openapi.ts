@@ -33,6 +33,7 @@ import {
 import { DELIVER_AT_HEADER, FORM_LIMITS, INGEST_BODY_LIMIT } from '../ingest/channels.ts';
 import { requireFeature } from '../projects/gates.ts';
 import { MANAGEMENT_BODY_LIMIT } from '../wire/body.ts';
+import { FORM_INGEST_PATH, HTTP_INGEST_PATH } from '../wire/ingest-paths.ts';
 import { BYTES_ROUTES, REST_ROUTES, type BytesRoute, type RestRoute } from './routes.ts';
 
 /**
@@ -455,7 +456,7 @@ function publicPaths(): Json {
   const ingestQuotas409 = (['stored_payload_bytes', 'backlog_depth'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 100, current: 100, delta: 1 }));
   const ingestQuotas429 = (['ingest_rate', 'monthly_deliveries'] as const).map((quota) => new QuotaExceeded({ quota, scope: 'project', limit: 100, current: 100, delta: 1, retryAfterSec: 1 }));
   return {
-    '/i/{publicId}': {
+    [`${HTTP_INGEST_PATH}/{publicId}`]: {
       post: {
         operationId: 'ingestEvent',
         tags: ['Ingest'],
@@ -463,7 +464,7 @@ function publicPaths(): Json {
         description: [
           "The webhook's `ingestUrl`. The producer proves it knows the ingest secret in one of three ways: `Authorization: Bearer whsec_…`, `x-webhook-secret: whsec_…`, or a Standard Webhooks signature of the request made with the ingest secret (`webhook-id`, `webhook-timestamp`, `webhook-signature`). During a rotation's grace period both versions are accepted. Where the webhook has a provider pack (`PUT /v1/webhooks/{id}/provider`), that provider's own signature (Stripe-Signature, X-Hub-Signature-256, X-Shopify-Hmac-Sha256, …) is accepted too, verified on the raw body; a bad, stale or missing one is 401.",
           '',
-          `Any body (at most ${INGEST_BODY_LIMIT} bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (\`/i/{publicId}/any/path\`) and the query string are kept as the event's \`path\` and \`query\` for routing. The API key is not used here.`,
+          `Any body (at most ${INGEST_BODY_LIMIT} bytes) and content type; it is delivered byte for byte unless a transform changes it. Any method but GET is accepted (PUT, PATCH and DELETE behave as POST), and anything after the public id (\`${HTTP_INGEST_PATH}/{publicId}/any/path\`) and the query string are kept as the event's \`path\` and \`query\` for routing. The API key is not used here.`,
           '',
           'Answers 202 only after the event and its delivery are stored.',
           '',
@@ -630,7 +631,7 @@ const corsHeaders = (): Json => ({
 function filePublicPaths(): Json {
   const fileQuota = new QuotaExceeded({ quota: 'file_storage_bytes', scope: 'project', limit: 100, current: 100, delta: 1 });
   return {
-    '/f/{publicId}': {
+    [`${FORM_INGEST_PATH}/{publicId}`]: {
       post: {
         operationId: 'ingestForm',
         tags: ['Ingest'],
@@ -839,7 +840,7 @@ const INFO_DESCRIPTION = `Conversations (contacts, messages) and webhook ingesti
 
 Generated from the service's GraphQL schema (\`/graphql\`, the same operations) by SOFA. The reference page is served at \`/docs\`.
 
-**Authentication.** \`/v1\` takes a project API key: \`Authorization: Bearer <API key>\`. A record of another project answers 404, as if it did not exist. Ingest (\`/i/{publicId}\`) takes the webhook's ingest secret instead.
+**Authentication.** \`/v1\` takes a project API key: \`Authorization: Bearer <API key>\`. A record of another project answers 404, as if it did not exist. Ingest (\`${HTTP_INGEST_PATH}/{publicId}\`) takes the webhook's ingest secret instead.
 
 **Errors.** Every non-2xx answer is \`{"error": {"code", "message", …}}\` (schema \`Error\`). Checks run in this order: authentication (401), existence (404), tier (403 \`tier_required\`), validation (400), state (409) and quotas (409 for stored amounts, 429 with \`Retry-After\` for rates and monthly counts).
 

@@ -7,6 +7,7 @@ import { discardContent, fileRef, normalContentType, keepsFileContent, storageKe
 import { FileTooLarge, fileStore, measuring, type Measured } from '../files/store.ts';
 import { mediaType } from '../wire/body.ts';
 import { sendError, sendJson } from '../wire/respond.ts';
+import { FORM_INGEST_PATH } from '../wire/ingest-paths.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
@@ -41,7 +42,7 @@ export const FORM_LIMITS = {
 /** The whole request (fields, files and multipart framing), counted as it is read: 413 above. */
 export const FORM_REQUEST_BYTES = FORM_LIMITS.postFileBytes + FORM_LIMITS.fieldBytes + 1024 * 1024;
 
-const PREFIX = '/f/';
+const PREFIX = `${FORM_INGEST_PATH}/`;
 const FORM_TYPES = new Set(['multipart/form-data', 'application/x-www-form-urlencoded']);
 
 interface ParsedFile {
@@ -330,5 +331,5 @@ export function createFormIngestHandler(rt: Runtime) {
   };
 }
 
-/** Form ingest, mounted at `/f`. */
-export const formChannel: IngestChannel = { name: 'form', route: { prefix: '/f', create: createFormIngestHandler } };
+/** Form ingest, mounted at `/f` (FORM_INGEST_PATH). */
+export const formChannel: IngestChannel = { name: 'form', route: { prefix: FORM_INGEST_PATH, create: createFormIngestHandler } };

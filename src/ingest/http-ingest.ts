@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MethodNotAllowed, NotFound } from '../errors.ts';
 import { readBody } from '../wire/body.ts';
 import { sendError, sendJson } from '../wire/respond.ts';
+import { HTTP_INGEST_PATH } from '../wire/ingest-paths.ts';
 import type { Runtime } from '../runtime.ts';
 import { mayBeHandshake, providerHandshake } from '../providers/index.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
@@ -10,7 +11,7 @@ import { admitProducer, eventHeaders, eventQuery, INGEST_BODY_LIMIT } from './ad
 import { PUBLIC_ID } from './find-ingest-target.ts';
 import type { IngestChannel } from './inbound-event.ts';
 
-const PREFIX = '/i/';
+const PREFIX = `${HTTP_INGEST_PATH}/`;
 
 /**
  * `/i/{publicId}[/path]`: HTTP ingest. Any method but GET. Unknown or archived webhooks
@@ -58,5 +59,5 @@ export function createHttpIngestHandler(rt: Runtime) {
   };
 }
 
-/** HTTP ingest, mounted at `/i`. */
-export const httpChannel: IngestChannel = { name: 'http', route: { prefix: '/i', create: createHttpIngestHandler } };
+/** HTTP ingest, mounted at `/i` (HTTP_INGEST_PATH). */
+export const httpChannel: IngestChannel = { name: 'http', route: { prefix: HTTP_INGEST_PATH, create: createHttpIngestHandler } };
