@@ -18,9 +18,17 @@ export interface Runtime {
 export interface RunnerWakeUp {
   nudge(count?: number): void;
   /**
-   * Hands a due delivery (its job row committed) to its webhook's drain when one runs in this
-   * process: the drain claims it (and deletes its job) without any runner having to be woken.
-   * False when none runs here: nudge then.
+   * A drain of the webhook runs in this process now (and is not stopping): ingest then writes a
+   * due delivery without a job and hands it over (handOver) once it committed.
+   */
+  drainRunning(webhookId: string): boolean;
+  /**
+   * Hands a due delivery just committed to its webhook's drain when one runs in this process: the
+   * drain claims it (deleting its job, if it has one) without any runner having to be woken.
+   * False when none runs here (any more): nudge then, or for a delivery written without a job,
+   * queueJobless.
    */
   handOver(webhookId: string, deliveryId: string): boolean;
+  /** Gives a delivery written without a job (see drainRunning) its job after all, and wakes the runners. */
+  queueJobless(deliveryId: string): Promise<void>;
 }

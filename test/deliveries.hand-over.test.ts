@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepDeliveries } from '../src/deliveries/sweep.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { gate, startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
@@ -25,6 +26,10 @@ describe('ingest handing deliveries to a drain in the same process', () => {
       // The first event wakes the runner; its drain stays while the receiver holds the answer.
       await send(0);
       await waitFor(() => receiver.received.length === 1 || null, 20_000);
+      // Every job row written from here on is recorded: a delivery handed over is written without one.
+      await app.rt.db.pool.query(`CREATE TABLE IF NOT EXISTS test_job_keys (key text);
+        CREATE OR REPLACE FUNCTION test_note_job_key() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_job_keys VALUES (NEW.key); RETURN NEW; END $$;
+        CREATE OR REPLACE TRIGGER test_note_job_key AFTER INSERT ON graphile_worker._private_jobs FOR EACH ROW EXECUTE FUNCTION test_note_job_key();`);
       let nudges = 0;
       const nudge = app.rt.runners.nudge.bind(app.rt.runners);
       app.rt.runners.nudge = (count?: number) => {
@@ -44,6 +49,8 @@ describe('ingest handing deliveries to a drain in the same process', () => {
       await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = '${wh.id}' AND status = 'succeeded'`)) === 5 || null, 20_000);
       const handed = (await app.rt.db.pool.query(`SELECT id FROM deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [wh.id])).rows.map((r) => `del:${r.id}`);
       expect(handed).toHaveLength(5);
+      expect(await count(`SELECT count(*)::int AS n FROM test_job_keys WHERE key = ANY('{${handed.join(',')}}'::text[])`), 'job rows written for handed-over deliveries').toBe(0);
+      await app.rt.db.pool.query('DROP TRIGGER test_note_job_key ON graphile_worker._private_jobs');
       expect(await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY('{${handed.join(',')}}'::text[])`)).toBe(0);
       held.open();
       await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = '${wh.id}' AND status = 'succeeded'`)) === 6 || null, 20_000);
@@ -51,6 +58,66 @@ describe('ingest handing deliveries to a drain in the same process', () => {
       expect(receiver.received.map((r) => JSON.parse(r.body.toString()).n).sort()).toEqual([0, 1, 2, 3, 4, 5]);
     } finally {
       held.open();
+      await receiver.close();
+    }
+  });
+
+  it('gives a delivery written without a job its job after all when the drain ended before the hand-over', async () => {
+    const held = gate();
+    const receiver = await startReceiver((r) => (JSON.parse(r.body.toString()).n === 0 ? { status: 200, until: held.opened } : { status: 200 }));
+    const handOver = app.rt.runners.handOver.bind(app.rt.runners);
+    try {
+      const { apiKey } = await ingestingProject(app);
+      const wh = await createWebhook(app, apiKey, { url: `${receiver.url}/hook` });
+      const send = async (n: number) => expect((await ingest(app, wh.publicId, { body: JSON.stringify({ n }), headers: { 'x-webhook-secret': wh.ingestSecret } })).status).toBe(202);
+      await send(0);
+      await waitFor(() => receiver.received.length === 1 || null, 20_000);
+      expect(app.rt.runners.drainRunning(wh.id), 'the drain runs while the first answer is held').toBe(true);
+      // Written without a job (a drain ran at the decision), then the drain is gone at the hand-over.
+      let refused = 0;
+      app.rt.runners.handOver = () => (refused++, false);
+      await send(1);
+      app.rt.runners.handOver = handOver;
+      expect(refused).toBe(1);
+      const [{ id }] = (await app.rt.db.pool.query(`SELECT d.id FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.webhook_id = $1 AND convert_from(e.body, 'UTF8') = '{"n":1}'`, [wh.id])).rows;
+      // Its job is there once ingest answered (the runner polls once a minute: the job is what runs it).
+      const jobs = (await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1`, [`del:${id}`])).rows[0].n as number;
+      const status = (await app.rt.db.pool.query('SELECT status FROM deliveries WHERE id = $1', [id])).rows[0].status as string;
+      expect(jobs === 1 || status !== 'queued', `a job for ${id} (status ${status})`).toBe(true);
+      held.open();
+      await waitFor(() => receiver.received.length === 2 || null, 20_000);
+      expect(receiver.received.map((r) => JSON.parse(r.body.toString()).n).sort()).toEqual([0, 1]);
+    } finally {
+      app.rt.runners.handOver = handOver;
+      held.open();
+      await receiver.close();
+    }
+  });
+
+  it('leaves nothing behind when the process dies with a delivery handed over: the sweep gives it a job', async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }));
+    const { drainRunning, handOver } = app.rt.runners;
+    try {
+      const { apiKey } = await ingestingProject(app);
+      const wh = await createWebhook(app, apiKey, { url: `${receiver.url}/hook` });
+      // As if a drain ran here at ingest and the process died before it claimed the delivery.
+      app.rt.runners.drainRunning = () => true;
+      app.rt.runners.handOver = () => true;
+      expect((await ingest(app, wh.publicId, { body: '{"lost":true}', headers: { 'x-webhook-secret': wh.ingestSecret } })).status).toBe(202);
+      app.rt.runners.drainRunning = drainRunning;
+      app.rt.runners.handOver = handOver;
+      const [d] = (await app.rt.db.pool.query(`SELECT id, status FROM deliveries WHERE webhook_id = $1`, [wh.id])).rows;
+      expect(d.status).toBe('queued');
+      expect((await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1`, [`del:${d.id}`])).rows[0].n).toBe(0);
+      // The sweep leaves a waiting delivery alone for 20 s; this one waited longer.
+      await app.rt.db.pool.query(`UPDATE deliveries SET updated_at = now() - interval '30 seconds' WHERE id = $1`, [d.id]);
+      await waitFor(async () => (await sweepDeliveries(app.rt)) > 0 || null, 20_000);
+      app.rt.runners.nudge();
+      await waitFor(() => receiver.received.length === 1 || null, 20_000);
+      await waitFor(async () => (await app.rt.db.pool.query('SELECT status FROM deliveries WHERE id = $1', [d.id])).rows[0].status === 'succeeded' || null, 20_000);
+    } finally {
+      app.rt.runners.drainRunning = drainRunning;
+      app.rt.runners.handOver = handOver;
       await receiver.close();
     }
   });

@@ -53,16 +53,26 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
 }
 
 /**
+ * Whether a drain of the webhook runs on this runner and takes hand-overs (RunnerWakeUp.drainRunning):
+ * ingest in this process then writes a due delivery without a job and hands it over once committed.
+ */
+export function drainRunning(engine: DeliveryEngine, webhookId: string): boolean {
+  const drain = engine.drains.get(webhookId);
+  return !!drain && !drain.stopping;
+}
+
+/**
  * Hands a due delivery just ingested in this process to its webhook's drain here, if one runs
- * (RunnerWakeUp.handOver): it is claimed with the drain's next batch, and its job is deleted
- * before any runner fetches it. No NOTIFY, no job fetch, no job completion. False when no drain
- * of the webhook runs here (or it is stopping): the caller wakes the runners instead. A drain that
- * ends before claiming it hands its named deliveries on (batch-run.ts), and runners poll.
+ * (RunnerWakeUp.handOver): it is claimed with the drain's next batch (its job, if it was written
+ * with one, deleted before any runner fetches it). No job, no NOTIFY, no job fetch, no job
+ * completion. False when no drain of the webhook runs here (or it is stopping): the caller wakes
+ * the runners instead, or gives a delivery written without a job its job. A drain that ends
+ * before claiming it hands its named deliveries on (batch-run.ts); should this process die first,
+ * the sweeper gives the delivery a job (sweep.ts).
  */
 export function handOverToDrain(engine: DeliveryEngine, webhookId: string, deliveryId: string): boolean {
-  const drain = engine.drains.get(webhookId);
-  if (!drain || drain.stopping) return false;
-  drain.offer(deliveryId);
+  if (!drainRunning(engine, webhookId)) return false;
+  engine.drains.get(webhookId)!.offer(deliveryId);
   return true;
 }
 

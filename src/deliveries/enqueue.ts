@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
-import { ATTEMPT_TASK, insertAttemptJobRows } from './job.ts';
+import { ATTEMPT_TASK, insertAttemptJobRows, requeueAttemptJob } from './job.ts';
 
 export interface NewDelivery {
   projectId: string;
@@ -56,15 +56,18 @@ const DELIVERY_COLUMNS: [keyof DeliveryColumnsSql, string][] = [
 /**
  * SQL: the one way a delivery row is written, for ingest's statement (storeEvent) and for replays
  * (insertDelivery): CTE `name` inserting the delivery (its columns from `columns`, selected
- * `from` a row source when given) and CTE `job` inserting its first attempt job.
+ * `from` a row source when given) and CTE `job` inserting its first attempt job. `taskParam`
+ * null: no job (ingest handing the delivery to a drain in its own process: see
+ * RunnerWakeUp.drainRunning), and no CTE `job`.
  */
-export function insertDeliveryCtes(name: string, columns: DeliveryColumnsSql, taskParam: string, from?: string): string {
+export function insertDeliveryCtes(name: string, columns: DeliveryColumnsSql, taskParam: string | null, from?: string): string {
   const set = DELIVERY_COLUMNS.filter(([key]) => columns[key] !== undefined);
-  return `${name} AS (
+  const insert = `${name} AS (
   INSERT INTO deliveries (${set.map(([, column]) => column).join(', ')})
   SELECT ${set.map(([key]) => columns[key]).join(', ')}${from ? ` FROM ${from}` : ''}
   RETURNING id, webhook_id, next_attempt_at
-), job AS (
+)`;
+  return taskParam === null ? insert : `${insert}, job AS (
   ${insertAttemptJobRows(name, taskParam)}
 )`;
 }
@@ -139,13 +142,27 @@ export class JobRunnerNudge {
   private pending = 0;
   private sending = false;
 
-  /** This process's job runner's drains, when it runs one (app.ts): see handOver. */
-  localDrains: ((webhookId: string, deliveryId: string) => boolean) | null = null;
+  /** This process's job runner's drains, when it runs one (app.ts): see RunnerWakeUp. */
+  localDrains: { running(webhookId: string): boolean; offer(webhookId: string, deliveryId: string): boolean } | null = null;
 
   constructor(private readonly pool: pg.Pool) {}
 
+  drainRunning(webhookId: string): boolean {
+    return this.localDrains?.running(webhookId) ?? false;
+  }
+
   handOver(webhookId: string, deliveryId: string): boolean {
-    return this.localDrains?.(webhookId, deliveryId) ?? false;
+    return this.localDrains?.offer(webhookId, deliveryId) ?? false;
+  }
+
+  /** Should this fail, the sweeper gives the delivery a job (it is queued, committed, and has none). */
+  async queueJobless(deliveryId: string): Promise<void> {
+    try {
+      await requeueAttemptJob(this.pool, deliveryId, new Date());
+      this.nudge();
+    } catch (err) {
+      log.warn({ err: (err as Error).message, deliveryId }, 'could not give a delivery its job now; the delivery sweep does');
+    }
   }
 
   nudge(count = 1) {

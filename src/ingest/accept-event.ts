@@ -101,7 +101,8 @@ export interface DeferredInboundEvent {
 /**
  * Accepts an event for the webhook `publicId`: takes the webhook's lookup (kept by this process,
  * else read: 404 when unknown or archived), admits the request, routes it, then checks quotas
- * and stores the event with its delivery (row + job) in ONE statement that commits on its own
+ * and stores the event with its delivery (row + job; no job when the webhook's drain runs in this
+ * process and takes it over) in ONE statement that commits on its own
  * (see storeEvent), and only while the webhook is still as looked up. Resolves only after that
  * commit. The happy path is that one round trip (two when the lookup is read).
  *
@@ -180,7 +181,10 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
   const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
   const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
   const status = runAt && runAt.getTime() > Date.now() ? 'scheduled' : 'queued';
-  const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt, idempotencyKey: idempotency?.key ?? null } as const;
+  // A due delivery whose webhook is being drained in this process goes to that drain once
+  // committed: written without a job (no job row written, fetched, completed or deleted).
+  const handOver = !client && status === 'queued' && rt.runners.drainRunning(target.webhookId);
+  const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt, idempotencyKey: idempotency?.key ?? null, job: !handOver } as const;
   const windowSeconds = target.idempotencyWindowSeconds;
   let duplicateOf;
   try {
@@ -199,7 +203,9 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
   }
   if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
   // In the caller's transaction the job is not visible until it commits: the caller nudges then.
-  // A due delivery whose webhook is being drained in this process goes to that drain directly.
-  if (!client && !(status === 'queued' && rt.runners.handOver(target.webhookId, delivery.id))) rt.runners.nudge();
+  if (handOver) {
+    // The drain ended meanwhile (its time was up): the delivery gets its job after all.
+    if (!rt.runners.handOver(target.webhookId, delivery.id)) await rt.runners.queueJobless(delivery.id);
+  } else if (!client) rt.runners.nudge();
   return { eventId, deliveryId: delivery.id, status };
 }

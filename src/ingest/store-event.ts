@@ -122,10 +122,15 @@ export interface IngestDelivery {
   runAt: Date | null;
   /** The producer's idempotency key, shown on the delivery (null: none). */
   idempotencyKey?: string | null;
+  /**
+   * False: written without its job, for a drain running in this process to take over once the
+   * statement committed (RunnerWakeUp.drainRunning). Default true.
+   */
+  job?: boolean;
 }
 
-/** The delivery and its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
-const deliveryCtes = (p: NamedParams) =>
+/** The delivery and (with `job`) its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
+const deliveryCtes = (p: NamedParams, job: boolean) =>
   insertDeliveryCtes(
     'delivery',
     {
@@ -139,7 +144,7 @@ const deliveryCtes = (p: NamedParams) =>
       nextAttemptAt: p.$('delivery_run_at', 'timestamptz'),
       idempotencyKey: p.$('delivery_idempotency_key', 'text'),
     },
-    p.$('attempt_task'),
+    job ? p.$('attempt_task') : null,
     `${STORED} s`,
   );
 
@@ -153,8 +158,10 @@ interface IngestStatement {
 interface StatementShape {
   /** The quota checks: none (QUOTA_ENFORCEMENT=off), with the usage counters read, or the rate windows alone (see ingestQuotaCheck). */
   quotas: 'none' | 'quotas' | 'rate';
-  /** The delivery and its job. */
+  /** The delivery. */
   delivery: boolean;
+  /** Its job too (see IngestDelivery.job). */
+  job: boolean;
   /** The provider's delivery id claimed first (only with the delivery). */
   dedupe: boolean;
   /** The producer's idempotency key claimed first of all (only with the delivery). */
@@ -171,7 +178,8 @@ interface StatementShape {
  */
 function buildStatement(shape: StatementShape): IngestStatement {
   const { quotas, delivery, dedupe, files, idempotent } = shape;
-  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}`;
+  const job = delivery && shape.job;
+  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}${delivery && !job ? '_nojob' : ''}`;
   // PostgreSQL keeps 63 characters of a statement name: the longest shapes say less.
   const name = full.length <= 63 ? full : full.replace('_insert_event_and_delivery_within', '_event_delivery');
   const params = new NamedParams();
@@ -181,12 +189,12 @@ function buildStatement(shape: StatementShape): IngestStatement {
   if (files === 'checked') ctes.push(fileStorageCheckCte(p));
   ctes.push(eventInsert(p, quotas === 'none' ? undefined : { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe, files === 'checked', idempotent));
   if (quotas !== 'none') ctes.push(ingestRateHitCte(STORED));
-  if (delivery) ctes.push(deliveryCtes(p));
+  if (delivery) ctes.push(deliveryCtes(p, job));
   if (files !== 'none') ctes.push(fileRowsCte(p, STORED), fileStorageCountCte(p, STORED));
   const columns = [
     ...(quotas === 'none' ? [] : ['ingest_quota.admitted', 'ingest_quota.usage']),
     `EXISTS (SELECT FROM ${STORED}) AS stored`,
-    ...(delivery ? ['(SELECT count(*) FROM job) AS jobs'] : []),
+    ...(job ? ['(SELECT count(*) FROM job) AS jobs'] : []),
     ...(idempotent ? [keyHolder(p), `EXISTS (SELECT FROM ${KEY_CLAIM}) AS key_claimed`] : []),
     ...(dedupe ? [duplicateOf(p)] : []),
     ...(files === 'checked' ? [`${FILE_STORAGE_FITS} AS files_fit`, '(SELECT usage FROM file_quota) AS file_usage'] : []),
@@ -200,7 +208,7 @@ const statements = new Map<string, IngestStatement>();
 
 /** The statement of a shape, built once (its text stays the same, so the prepared statement keeps its plan). */
 function statementFor(shape: StatementShape): IngestStatement {
-  const key = `${shape.quotas} ${shape.delivery} ${shape.dedupe} ${shape.files} ${shape.idempotent}`;
+  const key = `${shape.quotas} ${shape.delivery} ${shape.job} ${shape.dedupe} ${shape.files} ${shape.idempotent}`;
   let s = statements.get(key);
   if (!s) statements.set(key, (s = buildStatement(shape)));
   return s;
@@ -298,6 +306,7 @@ export async function storeEvent(
   const chosen = statementFor({
     quotas: check ? (check.readCounters ? 'quotas' : 'rate') : 'none',
     delivery: delivery !== undefined,
+    job: delivery?.job !== false,
     dedupe: dedupeValues !== null,
     idempotent: key !== null,
     files: files ? (fileCheck ? 'checked' : 'count') : 'none',
