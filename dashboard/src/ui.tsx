@@ -133,22 +133,72 @@ export function Table<T>({ label, columns, actions, items, row }: { label: strin
   );
 }
 
+/**
+ * A table row: one `<td>` per cell, in the columns' order (the actions' cell last); the other
+ * attributes (`key`, `class`, `data-*`) go on the `<tr>`.
+ */
+export function Row({ cells, ...attrs }: { cells: ComponentChildren[] } & JSX.HTMLAttributes<HTMLTableRowElement>) {
+  return (
+    <tr {...attrs}>
+      {cells.map((cell, i) => (
+        <td key={i}>{cell}</td>
+      ))}
+    </tr>
+  );
+}
+
+/** A page's "New …" button: opens its create form, and closes it again (then says Close). */
+export function CreateToggle({ open, onToggle, label }: { open: boolean; onToggle: (open: boolean) => void; label: string }) {
+  return (
+    <button type="button" class="primary" aria-expanded={open} onClick={() => onToggle(!open)}>
+      {open ? 'Close' : label}
+    </button>
+  );
+}
+
+/** A section's Refresh button for its list (`usePaged` or `useQuery`): loads it again; disabled while it loads. */
+export function RefreshButton({ list }: { list: { reload(): void; loading: boolean } }) {
+  return (
+    <button type="button" class="small" onClick={list.reload} disabled={list.loading}>
+      Refresh
+    </button>
+  );
+}
+
 /** What `PagedTable` shows: a `usePaged` list. */
 export type PagedList<T> = { items: T[]; loading: boolean; error: ApiError | undefined; cursor: string | null | undefined; pending: boolean; loadMore(): Promise<void> };
 
 /**
- * The one paged table: the list's error (or `error`, an action's), loading, the empty state
- * (`empty`, shown when the list is empty and did not fail), the table and "Load more".
+ * The one paged scaffold: the list's error (or `error`, an action's), loading, the empty state
+ * (`empty`, shown when the list is empty and did not fail), the items (`children`) and "Load more".
  */
-export function PagedTable<T>({ list, error, empty, ...table }: { list: PagedList<T>; error?: ApiError; empty: ComponentChildren; label: string; columns: ComponentChildren[]; actions?: boolean; row: (item: T) => ComponentChildren }) {
+function Paged<T>({ list, error, empty, children }: { list: PagedList<T>; error?: ApiError; empty: ComponentChildren; children: ComponentChildren }) {
   return (
     <>
       <ErrorBanner error={list.error ?? error} />
       {list.loading && !list.items.length ? <Loading /> : null}
       {!list.loading && !list.error && list.items.length === 0 ? empty : null}
-      {list.items.length ? <Table {...table} items={list.items} /> : null}
+      {children}
       <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
     </>
+  );
+}
+
+/** The one paged table: `Paged` around a `Table` of the list's items. */
+export function PagedTable<T>({ list, error, empty, ...table }: { list: PagedList<T>; error?: ApiError; empty: ComponentChildren; label: string; columns: ComponentChildren[]; actions?: boolean; row: (item: T) => ComponentChildren }) {
+  return (
+    <Paged list={list} error={error} empty={empty}>
+      {list.items.length ? <Table {...table} items={list.items} /> : null}
+    </Paged>
+  );
+}
+
+/** The paged list of cards (alert rules, schedules, drains): `Paged` around a `<ul>` of `card(item)`, each an `<li class="card">`. */
+export function PagedCards<T>({ list, error, empty, card }: { list: PagedList<T>; error?: ApiError; empty: ComponentChildren; card: (item: T) => ComponentChildren }) {
+  return (
+    <Paged list={list} error={error} empty={empty}>
+      <ul class="list stack">{list.items.map(card)}</ul>
+    </Paged>
   );
 }
 

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { ApiError, gql } from '../api.ts';
 import { graphql, json, toJson, type ResultOf } from '../graphql.ts';
-import { ActionForm, Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, Select, TextArea, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Copyable, CreateToggle, Empty, ErrorBanner, Field, Page, PagedCards, PagedTable, RefreshButton, Section, Select, TextArea, Time, useAction, usePaged } from '../ui.tsx';
 import { useWebhookNames } from '../parts/webhook-select.tsx';
 
 const RULE_FIELDS = graphql(`fragment AlertRuleFields on AlertRule @_unmask { id name webhookId enabled state lastValue lastFiredAt cooldownSeconds channels condition { type threshold windowSeconds } createdAt updatedAt }`);
@@ -156,14 +156,7 @@ function History({ rules }: { rules: Rule[] }) {
   );
   const names = new Map(rules.map((r) => [r.id, r.name]));
   return (
-    <Section
-      title="Dispatch history"
-      actions={
-        <button type="button" class="small" onClick={list.reload} disabled={list.loading}>
-          Refresh
-        </button>
-      }
-    >
+    <Section title="Dispatch history" actions={<RefreshButton list={list} />}>
       <div class="filters">
         <Select label="Rule" name="ruleId" value={ruleId} onChange={(e) => go(e.currentTarget.value, state)} options={[['', 'All rules'], ...rules.map((r): [string, string] => [r.id, r.name]), ...(ruleId && !names.has(ruleId) ? [[ruleId, ruleId] as [string, string]] : [])]} />
         <Select
@@ -227,11 +220,7 @@ export default function AlertsPage() {
   return (
     <Page
       title="Alerts"
-      actions={
-        <button type="button" class="primary" aria-expanded={creating} onClick={() => setCreating(!creating)}>
-          {creating ? 'Close' : 'New alert rule'}
-        </button>
-      }
+      actions={<CreateToggle open={creating} onToggle={setCreating} label="New alert rule" />}
     >
       {created ? (
         <div class="success-banner" role="status">
@@ -248,15 +237,11 @@ export default function AlertsPage() {
           </ActionForm>
         </Section>
       ) : null}
-      <ErrorBanner error={rules.error} />
-      {rules.loading && !rules.items.length ? <Loading /> : null}
-      {!rules.loading && !rules.error && rules.items.length === 0 ? <Empty title="No alert rules">Add one with “New alert rule”: e.g. a failure rate of 0.5 over 5 minutes, sent to an on-call address.</Empty> : null}
-      <ul class="list stack">
-        {rules.items.map((r) => (
-          <RuleCard key={`${r.id}-${r.updatedAt}`} r={r} webhookName={hookName(r.webhookId)} onChange={rules.reload} />
-        ))}
-      </ul>
-      <LoadMore cursor={rules.cursor} onMore={() => void rules.loadMore()} pending={rules.pending} />
+      <PagedCards
+        list={rules}
+        empty={<Empty title="No alert rules">Add one with “New alert rule”: e.g. a failure rate of 0.5 over 5 minutes, sent to an on-call address.</Empty>}
+        card={(r) => <RuleCard key={`${r.id}-${r.updatedAt}`} r={r} webhookName={hookName(r.webhookId)} onChange={rules.reload} />}
+      />
       {rules.error ? null : <History rules={rules.items} />}
     </Page>
   );

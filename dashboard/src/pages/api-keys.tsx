@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { gql, session } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ActionForm, Badge, ConfirmButton, Copyable, Empty, Field, Page, PagedTable, Section, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Copyable, Empty, Field, Page, PagedTable, Row, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export default function ApiKeysPage() {
   const list = usePaged((cursor) => gql(graphql(`query($cursor: String) { apiKeys(limit: 50, cursor: $cursor) { items { id name prefix createdAt lastUsedAt revokedAt } nextCursor } }`), { cursor }).then((d) => d.apiKeys), []);
@@ -42,24 +42,19 @@ export default function ApiKeysPage() {
         actions
         empty={<Empty title="No API keys">Create one above to call the API from your code.</Empty>}
         row={(k) => (
-          <tr key={k.id}>
-            <td>{k.name}</td>
-            <td>
-              <code>{k.prefix}…</code>
-            </td>
-            <td>
-              <Time value={k.createdAt} />
-            </td>
-            <td>
-              <Time value={k.lastUsedAt} />
-            </td>
-            <td>{k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />}</td>
-            <td>
-              {k.revokedAt ? null : (
+          <Row
+            key={k.id}
+            cells={[
+              k.name,
+              <code>{k.prefix}…</code>,
+              <Time value={k.createdAt} />,
+              <Time value={k.lastUsedAt} />,
+              <Badge value={k.revokedAt ? 'revoked' : 'active'} />,
+              k.revokedAt ? null : (
                 <ConfirmButton label={`Revoke ${k.name}`} danger title={`Revoke “${k.name}”?`} body="It stops working at once, on every process. This cannot be undone." confirmLabel="Revoke" onConfirm={() => revoke.call(k.id)} />
-              )}
-            </td>
-          </tr>
+              ),
+            ]}
+          />
         )}
       />
     </Page>

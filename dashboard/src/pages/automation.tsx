@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ActionForm, Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
+import { ActionForm, Badge, Code, ConfirmButton, Empty, ErrorBanner, Field, Loading, LoadMore, Page, PagedTable, RefreshButton, Row, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 function Versions({ id, current, onAdded }: { id: string; current: number; onAdded: () => void }) {
   const versions = usePaged((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationVersions(id: $id, limit: 20, cursor: $cursor) { items { version code codeSha256 createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationVersions), [id, current]);
@@ -49,43 +49,36 @@ function Versions({ id, current, onAdded }: { id: string; current: number; onAdd
 function Runs({ id }: { id: string }) {
   const runs = usePaged((cursor) => gql(graphql(`query($id: ID!, $cursor: String) { automationRuns(id: $id, limit: 20, cursor: $cursor) { items { id version status cpuMs subrequests logs logsTruncated error deliveryId createdAt } nextCursor } }`), { id, cursor }).then((d) => d.automationRuns), [id]);
   return (
-    <Section
-      title="Runs"
-      actions={
-        <button type="button" class="small" onClick={runs.reload} disabled={runs.loading}>
-          Refresh
-        </button>
-      }
-    >
+    <Section title="Runs" actions={<RefreshButton list={runs} />}>
       <PagedTable
         list={runs}
         label="Runs"
         columns={['When', 'Version', 'Status', 'CPU', 'Subrequests', 'Delivery', 'Logs and error']}
         empty={<Empty title="No runs yet">A run is recorded each time a delivery (or a test delivery) of a webhook that pins this automation runs it.</Empty>}
         row={(r) => (
-          <tr key={r.id} data-run-id={r.id}>
-            <td>
-              <Time value={r.createdAt} />
-            </td>
-            <td>v{r.version}</td>
-            <td>
-              <Badge value={r.status} />
-            </td>
-            <td>{r.cpuMs.toFixed(1)} ms</td>
-            <td>{r.subrequests}</td>
-            <td>{r.deliveryId ? <Link href={`/deliveries/${r.deliveryId}`}>{r.deliveryId}</Link> : <span class="muted">test delivery</span>}</td>
-            <td>
-              {r.error ? <p class="error-text">{r.error}</p> : null}
-              {r.logs ? (
-                <details>
-                  <summary>Logs{r.logsTruncated ? ' (cut at the log limit)' : ''}</summary>
-                  <Code>{r.logs}</Code>
-                </details>
-              ) : (
-                <span class="muted">no logs</span>
-              )}
-            </td>
-          </tr>
+          <Row
+            key={r.id}
+            data-run-id={r.id}
+            cells={[
+              <Time value={r.createdAt} />,
+              `v${r.version}`,
+              <Badge value={r.status} />,
+              `${r.cpuMs.toFixed(1)} ms`,
+              r.subrequests,
+              r.deliveryId ? <Link href={`/deliveries/${r.deliveryId}`}>{r.deliveryId}</Link> : <span class="muted">test delivery</span>,
+              <>
+                {r.error ? <p class="error-text">{r.error}</p> : null}
+                {r.logs ? (
+                  <details>
+                    <summary>Logs{r.logsTruncated ? ' (cut at the log limit)' : ''}</summary>
+                    <Code>{r.logs}</Code>
+                  </details>
+                ) : (
+                  <span class="muted">no logs</span>
+                )}
+              </>,
+            ]}
+          />
         )}
       />
     </Section>

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ActionForm, Badge, Empty, ErrorBanner, Field, formText, Page, PagedTable, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
+import { ActionForm, Badge, CreateToggle, Empty, ErrorBanner, Field, formText, Page, PagedTable, Row, Section, TextArea, Time, useAction, usePaged, useQuery } from '../ui.tsx';
 
 export const EXAMPLE_CODE = `// The event in, the payload to deliver out (null: do not deliver).
 export default async function (event, ctx) {
@@ -46,11 +46,7 @@ export default function AutomationsPage() {
   return (
     <Page
       title="Automations"
-      actions={
-        <button type="button" class="primary" aria-expanded={creating} onClick={() => setCreating(!creating)}>
-          {creating ? 'Close' : 'New automation'}
-        </button>
-      }
+      actions={<CreateToggle open={creating} onToggle={setCreating} label="New automation" />}
     >
       {creating ? (
         <Section title="New automation">
@@ -69,20 +65,7 @@ export default function AutomationsPage() {
             <p>An automation is code in the event path: create one with “New automation”, then pin it as a webhook's transform (its Transform section).</p>
           </Empty>
         }
-        row={(a) => (
-          <tr key={a.id}>
-            <td>
-              <Link href={`/automations/${a.id}`}>{a.name}</Link>
-            </td>
-            <td>
-              <Badge value={a.status} />
-            </td>
-            <td>v{a.currentVersion}</td>
-            <td>
-              <Time value={a.updatedAt} />
-            </td>
-          </tr>
-        )}
+        row={(a) => <Row key={a.id} cells={[<Link href={`/automations/${a.id}`}>{a.name}</Link>, <Badge value={a.status} />, `v${a.currentVersion}`, <Time value={a.updatedAt} />]} />}
       />
       <EgressPolicy />
     </Page>

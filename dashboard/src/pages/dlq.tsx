@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql, type ResultOf } from '../graphql.ts';
-import { Badge, ConfirmButton, Empty, Field, Page, PagedTable, Select, Time, useAction, usePaged } from '../ui.tsx';
+import { Badge, ConfirmButton, Empty, Field, Page, PagedTable, Row, Select, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect } from '../parts/webhook-select.tsx';
 import { isoOf } from './deliveries.tsx';
 
@@ -121,34 +121,28 @@ export default function DlqPage() {
           </Empty>
         }
         row={(e) => (
-          <tr key={e.id} data-dlq-id={e.id}>
-            <td>
-              <code>{e.id}</code>
-            </td>
-            <td>
-              <Link href={`/deliveries/${e.deliveryId}`}>{e.deliveryId}</Link>
-            </td>
-            <td>{e.reason}</td>
-            <td>
-              <Time value={e.createdAt} />
-            </td>
-            <td>
-              {e.redrivenAt ? (
+          <Row
+            key={e.id}
+            data-dlq-id={e.id}
+            cells={[
+              <code>{e.id}</code>,
+              <Link href={`/deliveries/${e.deliveryId}`}>{e.deliveryId}</Link>,
+              e.reason,
+              <Time value={e.createdAt} />,
+              e.redrivenAt ? (
                 <>
                   <Badge value="redriven" /> {e.redriveDeliveryId ? <Link href={`/deliveries/${e.redriveDeliveryId}`}>{e.redriveDeliveryId}</Link> : null}
                 </>
               ) : (
                 <Badge value="pending" />
-              )}
-            </td>
-            <td>
-              {e.redrivenAt ? null : (
+              ),
+              e.redrivenAt ? null : (
                 <button type="button" class="small" onClick={() => redrive.call(e.id)} disabled={redrive.pending} aria-label={`Re-drive ${e.id}`}>
                   Re-drive
                 </button>
-              )}
-            </td>
-          </tr>
+              ),
+            ]}
+          />
         )}
       />
     </Page>

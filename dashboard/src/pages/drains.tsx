@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { graphql, type ResultOf } from '../graphql.ts';
-import { ActionForm, Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Loading, LoadMore, Page, Section, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Copyable, Empty, ErrorBanner, Field, Page, PagedCards, Section, Time, useAction, usePaged } from '../ui.tsx';
 
 export const DRAIN_EVENTS = ['delivery.succeeded', 'delivery.failed', 'delivery.retrying', 'attempt.finished', 'dlq.added', 'webhook.changed'];
 const FIELDS = graphql(`fragment DrainFields on EventDrain @_unmask { id name url events enabled lastSentAt lastError droppedCount createdAt updatedAt }`);
@@ -133,15 +133,11 @@ export default function DrainsPage() {
     <Page title="Event drains">
       <p class="muted">A drain receives the project's state changes (deliveries, attempts, DLQ entries, webhook changes) in signed batches, for a log pipeline or a SIEM. Pro and above.</p>
       {created ? <SecretOnce title={`Drain “${created.name}” created.`} secret={created.secret} /> : null}
-      <ErrorBanner error={list.error} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && !list.error && list.items.length === 0 ? <Empty title="No drains yet">Add one below with the URL that should receive the batches.</Empty> : null}
-      <ul class="list stack">
-        {list.items.map((d) => (
-          <DrainCard key={`${d.id}-${d.updatedAt}`} d={d} onChange={list.reload} />
-        ))}
-      </ul>
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedCards
+        list={list}
+        empty={<Empty title="No drains yet">Add one below with the URL that should receive the batches.</Empty>}
+        card={(d) => <DrainCard key={`${d.id}-${d.updatedAt}`} d={d} onChange={list.reload} />}
+      />
       <Section title="New drain">
         <ActionForm action={create} submit="Create drain">
           <DrainFields />

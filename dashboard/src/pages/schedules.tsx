@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql, type ResultOf } from '../graphql.ts';
-import { ActionForm, Badge, ConfirmButton, Empty, ErrorBanner, Field, formText, Loading, LoadMore, Page, parseJsonField, Section, TextArea, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, ConfirmButton, Empty, ErrorBanner, Field, formText, Page, PagedCards, parseJsonField, Section, TextArea, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookSelect, useWebhookNames } from '../parts/webhook-select.tsx';
 
 const FIELDS = graphql(`fragment ScheduleFields on Schedule @_unmask { id name cron timezone enabled payload headers contentType nextRunAt lastRunAt lastStatus lastEventId skippedCount updatedAt }`);
@@ -143,15 +143,12 @@ export default function SchedulesPage() {
       <div class="filters">
         <WebhookSelect value={webhookId} allLabel={null} onChange={(v) => navigate(`/schedules?webhookId=${v}`, { replace: true })} />
       </div>
-      <ErrorBanner error={hooks.error ?? list.error} />
-      {list.loading && !list.items.length ? <Loading /> : null}
-      {!list.loading && !list.error && list.items.length === 0 && webhookId ? <Empty title="No schedules on this webhook">Add one below: each tick becomes an event of the webhook, delivered like any other.</Empty> : null}
-      <ul class="list stack">
-        {list.items.map((s) => (
-          <ScheduleCard key={`${s.id}-${s.updatedAt}`} webhookId={webhookId} s={s} onChange={list.reload} />
-        ))}
-      </ul>
-      <LoadMore cursor={list.cursor} onMore={() => void list.loadMore()} pending={list.pending} />
+      <PagedCards
+        list={list}
+        error={hooks.error}
+        empty={webhookId ? <Empty title="No schedules on this webhook">Add one below: each tick becomes an event of the webhook, delivered like any other.</Empty> : null}
+        card={(s) => <ScheduleCard key={`${s.id}-${s.updatedAt}`} webhookId={webhookId} s={s} onChange={list.reload} />}
+      />
       {webhookId ? (
         <Section title="New schedule">
           <ActionForm action={create} submit="Create schedule">

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { Link, useSearch } from 'wouter-preact';
 import { gql, session } from '../api.ts';
 import { graphql } from '../graphql.ts';
-import { ActionForm, Badge, Copyable, Empty, Page, PagedTable, Section, Time, useAction, usePaged } from '../ui.tsx';
+import { ActionForm, Badge, Copyable, CreateToggle, Empty, Page, PagedTable, Section, Time, useAction, usePaged } from '../ui.tsx';
 import { WebhookControls, controlsFromForm } from '../parts/webhook-controls.tsx';
 import { Sparkline, useActivity } from '../parts/activity.tsx';
 
@@ -85,11 +85,7 @@ export default function WebhooksPage() {
   return (
     <Page
       title="Webhooks"
-      actions={
-        <button type="button" class="primary" aria-expanded={creating} onClick={() => setCreating(!creating)}>
-          {creating ? 'Close' : 'New webhook'}
-        </button>
-      }
+      actions={<CreateToggle open={creating} onToggle={setCreating} label="New webhook" />}
     >
       {created ? <SecretsOnce created={created} /> : null}
       {creating ? (

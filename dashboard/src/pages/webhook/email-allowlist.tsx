@@ -1,7 +1,7 @@
 // Email sender allowlist: the senders the email address takes (list, add, delete).
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
-import { ActionForm, ConfirmButton, Empty, Field, PagedTable, Section, Time, useAction, usePaged } from '../../ui.tsx';
+import { ActionForm, ConfirmButton, Empty, Field, PagedTable, Row, Section, Time, useAction, usePaged } from '../../ui.tsx';
 
 interface AllowlistEntry {
   id: string;
@@ -41,17 +41,7 @@ export function EmailAllowlist({ webhookId }: { webhookId: string }) {
         actions
         empty={<Empty title="No sender patterns">Every sender is taken. Add a pattern to take only those senders.</Empty>}
         row={(e) => (
-          <tr key={e.id} data-entry-id={e.id}>
-            <td>
-              <code>{e.pattern}</code>
-            </td>
-            <td>
-              <Time value={e.createdAt} />
-            </td>
-            <td>
-              <ConfirmButton label="Delete" danger small title={`Remove sender pattern ${e.pattern}?`} body="The next mail sees the change." onConfirm={() => remove.call(e.id)} />
-            </td>
-          </tr>
+          <Row key={e.id} data-entry-id={e.id} cells={[<code>{e.pattern}</code>, <Time value={e.createdAt} />, <ConfirmButton label="Delete" danger small title={`Remove sender pattern ${e.pattern}?`} body="The next mail sees the change." onConfirm={() => remove.call(e.id)} />]} />
         )}
       />
       <ActionForm action={add} submit="Add sender">
