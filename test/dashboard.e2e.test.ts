@@ -273,6 +273,10 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     const saved = (await gql('query($id: ID!) { webhook(id: $id) { formAccess formAllowedOrigins } }', { id: webhook.id })).webhook;
     expect(saved).toEqual({ formAccess: 'public', formAllowedOrigins: ['https://www.example.com', 'http://localhost:8080'] });
     await shot('08-allowlist-and-forms');
+    // Loaded again, the section shows what is saved (a save of the origins alone keeps public access).
+    await page.reload();
+    await page.getByLabel('Allowed origins').waitFor();
+    expect(await page.getByLabel('Form access').inputValue()).toBe('public');
 
     await row.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
@@ -281,6 +285,55 @@ describe.skipIf(!CHROMIUM)('dashboard in Chromium', () => {
     // Back to the defaults for the next steps.
     await gql('mutation($id: ID!) { updateWebhook(id: $id, formAccess: "secret", formAllowedOrigins: ["*"]) { id } }', { id: webhook.id });
     await page.reload();
+  });
+
+  it('sets the idempotency window and a provider secret\'s grace period; shows a delivery\'s idempotency key and filters by it', async () => {
+    await page.goto(`/dashboard/webhooks/${webhook.id}`);
+    await page.getByRole('heading', { name: 'Orders', level: 1 }).waitFor();
+    await page.getByLabel('Idempotency window (s)').fill('3600');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    expect((await gql('query($id: ID!) { webhook(id: $id) { idempotencyWindowSeconds } }', { id: webhook.id })).webhook.idempotencyWindowSeconds).toBe(3600);
+
+    // A provider secret rotated with a grace period of its own: both versions listed in Secrets.
+    await gql('mutation($id: ID!) { setWebhookProvider(id: $id, provider: "stripe", secret: "whsec_dashboard_one") { provider } }', { id: webhook.id });
+    await page.reload();
+    await page.getByRole('table', { name: 'Secret versions' }).getByRole('row', { name: /provider\s*1\s*current/ }).waitFor();
+    const pack = page.locator('#provider-pack');
+    await pack.getByLabel('Tolerance (s)').waitFor();
+    expect(await pack.getByLabel('Provider', { exact: true }).inputValue()).toBe('stripe');
+    await pack.getByLabel('Provider secret').fill('whsec_dashboard_two');
+    await pack.getByLabel("Previous secret's grace (s)").fill('600');
+    await pack.getByRole('button', { name: 'Save provider pack' }).click();
+    const providerVersions = async () =>
+      (await gql('query($id: ID!) { webhookSecrets(id: $id) { items { kind version state expiresAt } } }', { id: webhook.id })).webhookSecrets.items.filter((v: any) => v.kind === 'provider');
+    const versions = await waitFor(async () => ((await providerVersions()).length === 2 ? providerVersions() : null), 10_000);
+    expect(versions.map((v: any) => [v.version, v.state])).toEqual([
+      [2, 'current'],
+      [1, 'grace'],
+    ]);
+    const graceLeft = Date.parse(versions[1].expiresAt) - Date.now();
+    expect(graceLeft).toBeGreaterThan(500_000);
+    expect(graceLeft).toBeLessThanOrEqual(600_000);
+    await page.getByRole('table', { name: 'Secret versions' }).getByRole('row', { name: /provider\s*1\s*grace/ }).waitFor();
+    await gql('mutation($id: ID!) { setWebhookProvider(id: $id, provider: null) { provider } }', { id: webhook.id });
+
+    // A delivery shows the producer's key, which links to the deliveries with it (no bulk replay there: it cannot select by key).
+    const headers = { authorization: `Bearer ${webhook.ingestSecret}`, 'idempotency-key': 'dashboard-order-9' };
+    const keyed = await ingest(app, webhook.publicId, { headers, body: '{"type":"order.created","id":9}' });
+    expect(keyed.body.status).toBe('queued');
+    expect((await ingest(app, webhook.publicId, { headers, body: '{"type":"order.created","id":9}' })).body.status).toBe('duplicate');
+    await page.goto(`/dashboard/deliveries/${keyed.body.deliveryId}`);
+    await page.getByRole('link', { name: 'dashboard-order-9' }).click();
+    await expect.poll(() => page.url()).toContain('idempotencyKey=dashboard-order-9');
+    await page.locator(`tr[data-delivery-id="${keyed.body.deliveryId}"]`).waitFor();
+    expect(await page.locator('tr[data-delivery-id]').count()).toBe(1);
+    expect(await page.getByLabel('Idempotency key').inputValue()).toBe('dashboard-order-9');
+    expect(await page.getByRole('button', { name: 'Replay all matching' }).count()).toBe(0);
+    await shot('08-idempotency-key');
+    await gql('mutation($id: ID!) { updateWebhook(id: $id, idempotencyWindowSeconds: 86400) { id } }', { id: webhook.id });
+    // Back on the webhook's page for the next steps.
+    await page.goto(`/dashboard/webhooks/${webhook.id}`);
   });
 
   it('pauses and resumes the webhook', async () => {

@@ -423,7 +423,10 @@ export function TextArea({ label, hint, name, ...rest }: JSX.TextareaHTMLAttribu
   return <Labelled label={label} hint={hint} control={(id, describedBy) => <textarea id={id} name={name} spellcheck={false} aria-describedby={describedBy} {...rest} />} />;
 }
 
-export function Select({ label, name, options, hint, ...rest }: JSX.SelectHTMLAttributes<HTMLSelectElement> & { label: string; name: string; hint?: ComponentChildren; options: [string, string][] }) {
+export function Select({ label, name, options, hint, defaultValue, ...rest }: JSX.SelectHTMLAttributes<HTMLSelectElement> & { label: string; name: string; hint?: ComponentChildren; options: [string, string][] }) {
+  // `defaultValue` is no property of a <select>, so Preact would set nothing: the option is marked
+  // `selected` instead (set once, when the option is made: a later render leaves the user's choice).
+  const initial = defaultValue === undefined || defaultValue === null ? undefined : String(defaultValue);
   return (
     <Labelled
       label={label}
@@ -431,7 +434,7 @@ export function Select({ label, name, options, hint, ...rest }: JSX.SelectHTMLAt
       control={(id, describedBy) => (
         <select id={id} name={name} aria-describedby={describedBy} {...rest}>
           {options.map(([v, l]) => (
-            <option value={v} key={v}>
+            <option value={v} key={v} selected={initial === undefined ? undefined : v === initial}>
               {l}
             </option>
           ))}

@@ -19,7 +19,7 @@ export function isoOf(local: string): string | undefined {
 export default function DeliveriesPage() {
   const [, navigate] = useLocation();
   const search = new URLSearchParams(useSearch());
-  const filters = { webhookId: search.get('webhookId') ?? '', status: search.get('status') ?? '', eventId: search.get('eventId') ?? '', from: search.get('from') ?? '', to: search.get('to') ?? '' };
+  const filters = { webhookId: search.get('webhookId') ?? '', status: search.get('status') ?? '', eventId: search.get('eventId') ?? '', idempotencyKey: search.get('idempotencyKey') ?? '', from: search.get('from') ?? '', to: search.get('to') ?? '' };
   const setFilter = (k: keyof typeof filters, v: string) => {
     const next = new URLSearchParams(search);
     if (v) next.set(k, v);
@@ -30,10 +30,10 @@ export default function DeliveriesPage() {
   const list = usePaged(
     (cursor) =>
       gql(
-        graphql(`query($cursor: String, $webhookId: String, $status: String, $eventId: String, $from: String, $to: String) {
-          deliveries(limit: 50, cursor: $cursor, webhookId: $webhookId, status: $status, eventId: $eventId, from: $from, to: $to) { items { ...DeliveryFields } nextCursor }
+        graphql(`query($cursor: String, $webhookId: String, $status: String, $eventId: String, $idempotencyKey: String, $from: String, $to: String) {
+          deliveries(limit: 50, cursor: $cursor, webhookId: $webhookId, status: $status, eventId: $eventId, idempotencyKey: $idempotencyKey, from: $from, to: $to) { items { ...DeliveryFields } nextCursor }
         }`, [DELIVERY_FIELDS]),
-        { cursor, webhookId: filters.webhookId || undefined, status: filters.status || undefined, eventId: filters.eventId || undefined, from: isoOf(filters.from), to: isoOf(filters.to) },
+        { cursor, webhookId: filters.webhookId || undefined, status: filters.status || undefined, eventId: filters.eventId || undefined, idempotencyKey: filters.idempotencyKey || undefined, from: isoOf(filters.from), to: isoOf(filters.to) },
       ).then((d) => d.deliveries),
     [key],
   );
@@ -41,6 +41,7 @@ export default function DeliveriesPage() {
     filters.webhookId || undefined,
     (d) => {
       if (filters.eventId && d.eventId !== filters.eventId) return false;
+      if (filters.idempotencyKey && d.idempotencyKey !== filters.idempotencyKey) return false;
       if (filters.from || filters.to) return false; // a time window: the page shows a fixed period
       list.setItems((items) => upsertDelivery(items, d, filters.status || undefined));
     },
@@ -63,12 +64,15 @@ export default function DeliveriesPage() {
       actions={
         <>
           <LiveMark live={live} />
-          <ConfirmButton
-            label="Replay all matching"
-            title="Replay every delivery that matches the filters?"
-            body="Each is sent again, byte for byte with the same webhook-id, as a new delivery (Starter and above; replays count against the replay volume quota)."
-            onConfirm={() => bulk.call()}
-          />
+          {/* A bulk replay selects by webhook, status, event and time; not by idempotency key. */}
+          {filters.idempotencyKey ? null : (
+            <ConfirmButton
+              label="Replay all matching"
+              title="Replay every delivery that matches the filters?"
+              body="Each is sent again, byte for byte with the same webhook-id, as a new delivery (Starter and above; replays count against the replay volume quota)."
+              onConfirm={() => bulk.call()}
+            />
+          )}
         </>
       }
     >
@@ -82,6 +86,7 @@ export default function DeliveriesPage() {
         <WebhookSelect value={filters.webhookId} onChange={(v) => setFilter('webhookId', v)} />
         <Select label="Status" name="status" value={filters.status} onChange={(e) => setFilter('status', e.currentTarget.value)} options={[['', 'Any status'], ...STATUSES.map((s) => [s, s] as [string, string])]} />
         <Field label="Event id" name="eventId" value={filters.eventId} onChange={(e) => setFilter('eventId', e.currentTarget.value.trim())} placeholder="evt_…" />
+        <Field label="Idempotency key" name="idempotencyKey" value={filters.idempotencyKey} onChange={(e) => setFilter('idempotencyKey', e.currentTarget.value)} placeholder="order-42" />
         <Field label="From" name="from" type="datetime-local" value={filters.from} onChange={(e) => setFilter('from', e.currentTarget.value)} />
         <Field label="To" name="to" type="datetime-local" value={filters.to} onChange={(e) => setFilter('to', e.currentTarget.value)} />
       </form>

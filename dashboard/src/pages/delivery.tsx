@@ -67,6 +67,16 @@ export default function DeliveryPage({ params }: { params: Record<string, string
           <dd>
             <Link href={`/deliveries?eventId=${d.eventId}`}>{d.eventId}</Link>
           </dd>
+          {d.idempotencyKey !== null ? (
+            <>
+              <dt>Idempotency key</dt>
+              <dd>
+                <Link href={`/deliveries?webhookId=${d.webhookId}&idempotencyKey=${encodeURIComponent(d.idempotencyKey)}`}>
+                  <code>{d.idempotencyKey}</code>
+                </Link>
+              </dd>
+            </>
+          ) : null}
           <dt>Attempts</dt>
           <dd>{d.attempts}</dd>
           <dt>Created</dt>

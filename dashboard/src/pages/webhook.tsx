@@ -1,6 +1,7 @@
 // One webhook: its sections, one file each under pages/webhook/ (addresses and lifecycle, recent
 // deliveries (live), settings, destinations, routing rules, transform, the test-delivery probe,
 // secrets, provider pack, quota overrides, the email sender allowlist and browser forms).
+import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { gql } from '../api.ts';
 import { graphql } from '../graphql.ts';
@@ -23,6 +24,8 @@ const SECTIONS = ['Addresses and lifecycle', 'Recent deliveries', 'Settings', 'D
 
 export default function WebhookPage({ params }: { params: Record<string, string | undefined> }) {
   const id = params.id!;
+  // Bumped when the provider pack is saved: a rotation adds a version the Secrets section lists.
+  const [secretsSeen, setSecretsSeen] = useState(0);
   const q = useQuery(
     () =>
       gql(
@@ -75,8 +78,8 @@ export default function WebhookPage({ params }: { params: Record<string, string 
       <Routing key={JSON.stringify(q.data.webhookRouting.rules)} webhookId={id} rules={q.data.webhookRouting.rules} destinations={q.data.webhookDestinations.items} />
       <Transform webhookId={id} transform={q.data.webhookTransform} />
       <Probe webhookId={id} />
-      <Secrets webhookId={id} />
-      <ProviderPack webhookId={id} />
+      <Secrets webhookId={id} refresh={secretsSeen} />
+      <ProviderPack webhookId={id} onSaved={() => setSecretsSeen((n) => n + 1)} />
       <QuotaOverrides webhookId={id} />
       <EmailAllowlist webhookId={id} />
       <BrowserForms webhook={w} onSaved={setWebhook} />

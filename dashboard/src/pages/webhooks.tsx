@@ -26,8 +26,8 @@ function CreateWebhook({ onCreated }: { onCreated: (w: CreatedWebhook) => void }
   const create = useAction(async (form: HTMLFormElement) => {
     const vars = controlsFromForm(form);
     const data = await gql(
-      graphql(`mutation Create($name: String, $url: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
-        createWebhook(name: $name, url: $url, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { id name ingestUrl ingestSecret signingSecret }
+      graphql(`mutation Create($name: String, $url: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $idempotencyWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
+        createWebhook(name: $name, url: $url, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, idempotencyWindowSeconds: $idempotencyWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { id name ingestUrl ingestSecret signingSecret }
       }`),
       vars,
     );

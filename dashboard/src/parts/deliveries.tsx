@@ -7,7 +7,7 @@ import { subscribe, type ApiError } from '../api.ts';
 import { graphql, type ResultOf } from '../graphql.ts';
 import { Badge, Time } from '../ui.tsx';
 
-export const DELIVERY_FIELDS = graphql(`fragment DeliveryFields on Delivery @_unmask { id status webhookId eventId attempts createdAt completedAt nextAttemptAt replayOf destination lastAttempt { statusCode durationMs error } }`);
+export const DELIVERY_FIELDS = graphql(`fragment DeliveryFields on Delivery @_unmask { id status webhookId eventId idempotencyKey attempts createdAt completedAt nextAttemptAt replayOf destination lastAttempt { statusCode durationMs error } }`);
 
 export type Delivery = ResultOf<typeof DELIVERY_FIELDS>;
 

@@ -11,11 +11,12 @@ export interface WebhookSettings {
   throttleRatePerSecond: number | null;
   defaultDelaySeconds: number | null;
   dedupeWindowSeconds: number;
+  idempotencyWindowSeconds: number;
   retryPolicy: unknown;
   customHeaders: unknown;
 }
 
-export const SETTINGS_FIELDS = graphql(`fragment WebhookSettingsFields on Webhook @_unmask { name deliveryMode maxInFlight timeoutMs throttleRatePerSecond defaultDelaySeconds dedupeWindowSeconds retryPolicy { maxAttempts backoff initialDelayMs maxDelayMs jitter retryOn } customHeaders }`);
+export const SETTINGS_FIELDS = graphql(`fragment WebhookSettingsFields on Webhook @_unmask { name deliveryMode maxInFlight timeoutMs throttleRatePerSecond defaultDelaySeconds dedupeWindowSeconds idempotencyWindowSeconds retryPolicy { maxAttempts backoff initialDelayMs maxDelayMs jitter retryOn } customHeaders }`);
 
 const str = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
 
@@ -39,6 +40,16 @@ export function WebhookControls({ initial }: { initial?: WebhookSettings }) {
         <Field label="Throttle (deliveries/s)" name="throttleRatePerSecond" type="number" min={1} max={1000} defaultValue={str(initial?.throttleRatePerSecond)} hint="Empty: no limit (Pro and above)" />
         <Field label="Default delay (s)" name="defaultDelaySeconds" type="number" min={0} max={604800} defaultValue={str(initial?.defaultDelaySeconds)} hint="Empty: none (Pro and above)" />
         <Field label="Deduplication window (s)" name="dedupeWindowSeconds" type="number" min={0} max={604800} defaultValue={str(initial?.dedupeWindowSeconds)} placeholder="0" hint="0: off" />
+        <Field
+          label="Idempotency window (s)"
+          name="idempotencyWindowSeconds"
+          type="number"
+          min={0}
+          max={604800}
+          defaultValue={str(initial?.idempotencyWindowSeconds)}
+          placeholder="86400"
+          hint="How long an Idempotency-Key is remembered; 0: recorded, never enforced"
+        />
       </div>
       <TextArea
         label="Retry policy (JSON)"
@@ -77,6 +88,7 @@ export function controlsFromForm(form: HTMLFormElement, editing = false): Record
     throttleRatePerSecond: int(f.get('throttleRatePerSecond'), 'Throttle', editing),
     defaultDelaySeconds: int(f.get('defaultDelaySeconds'), 'Default delay', editing),
     dedupeWindowSeconds: int(f.get('dedupeWindowSeconds'), 'Deduplication window', false),
+    idempotencyWindowSeconds: int(f.get('idempotencyWindowSeconds'), 'Idempotency window', false),
     retryPolicy: parseJsonField(String(f.get('retryPolicy') ?? ''), 'Retry policy'),
     customHeaders: parseJsonField(String(f.get('customHeaders') ?? ''), 'Custom headers'),
   };

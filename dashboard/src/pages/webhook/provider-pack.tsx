@@ -3,7 +3,8 @@ import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
 import { ActionForm, ErrorBanner, Field, formText, Section, Select, useAction, useQuery } from '../../ui.tsx';
 
-export function ProviderPack({ webhookId }: { webhookId: string }) {
+/** `onSaved`: after a save (a rotation adds a secret version, listed by the Secrets section). */
+export function ProviderPack({ webhookId, onSaved }: { webhookId: string; onSaved?: () => void }) {
   const q = useQuery(
     () => gql(graphql(`query($id: ID!) { webhookProvider(id: $id) { provider toleranceSeconds } providers { items { id name secretDescription } } }`), { id: webhookId }),
     [webhookId],
@@ -11,13 +12,19 @@ export function ProviderPack({ webhookId }: { webhookId: string }) {
   const save = useAction(async (form: HTMLFormElement) => {
     const f = new FormData(form);
     const tolerance = String(f.get('toleranceSeconds') ?? '');
-    await gql(graphql(`mutation($id: ID!, $provider: String, $secret: String, $tol: Int) { setWebhookProvider(id: $id, provider: $provider, secret: $secret, toleranceSeconds: $tol) { provider } }`), {
-      id: webhookId,
-      provider: formText(f, 'provider') ?? null,
-      secret: formText(f, 'secret'),
-      tol: tolerance ? Number(tolerance) : null,
-    });
+    const grace = String(f.get('graceSeconds') ?? '').trim();
+    await gql(
+      graphql(`mutation($id: ID!, $provider: String, $secret: String, $tol: Int, $grace: Int) { setWebhookProvider(id: $id, provider: $provider, secret: $secret, toleranceSeconds: $tol, graceSeconds: $grace) { provider } }`),
+      {
+        id: webhookId,
+        provider: formText(f, 'provider') ?? null,
+        secret: formText(f, 'secret'),
+        tol: tolerance ? Number(tolerance) : null,
+        grace: grace ? Number(grace) : undefined,
+      },
+    );
     q.reload();
+    onSaved?.();
   });
   if (!q.data) return <ErrorBanner error={q.error} />;
   return (
@@ -28,6 +35,14 @@ export function ProviderPack({ webhookId }: { webhookId: string }) {
           <Select label="Provider" name="provider" defaultValue={q.data.webhookProvider.provider ?? ''} options={[['', 'none'], ...q.data.providers.items.map((p) => [p.id, p.name] as [string, string])]} />
           <Field label="Provider secret" name="secret" type="password" autoComplete="off" hint="Left empty: the stored one is kept." />
           <Field label="Tolerance (s)" name="toleranceSeconds" type="number" min={1} max={86400} defaultValue={q.data.webhookProvider.toleranceSeconds ?? ''} />
+          <Field
+            label="Previous secret's grace (s)"
+            name="graceSeconds"
+            type="number"
+            min={0}
+            placeholder="86400"
+            hint="A new secret for the same provider: the previous one still verifies this long (empty: a day; 0: dropped at once)."
+          />
         </div>
       </ActionForm>
     </Section>

@@ -1,11 +1,12 @@
-// Secrets: rotation (the new secret shown once) and the versions in effect.
+// Secrets: rotation (the new secret shown once) and the versions in effect (ingest, signing and the provider pack's).
 import { useState } from 'preact/hooks';
 import { gql } from '../../api.ts';
 import { graphql } from '../../graphql.ts';
 import { Badge, ConfirmButton, Copyable, ErrorBanner, Field, Section, Table, Time, useAction, useQuery } from '../../ui.tsx';
 
-export function Secrets({ webhookId }: { webhookId: string }) {
-  const versions = useQuery(() => gql(graphql(`query($id: ID!) { webhookSecrets(id: $id) { items { kind version state createdAt expiresAt } } }`), { id: webhookId }).then((d) => d.webhookSecrets.items), [webhookId]);
+/** `refresh`: read the versions again when it changes (a provider pack rotation elsewhere on the page). */
+export function Secrets({ webhookId, refresh = 0 }: { webhookId: string; refresh?: number }) {
+  const versions = useQuery(() => gql(graphql(`query($id: ID!) { webhookSecrets(id: $id) { items { kind version state createdAt expiresAt } } }`), { id: webhookId }).then((d) => d.webhookSecrets.items), [webhookId, refresh]);
   const [shown, setShown] = useState<{ label: string; secret: string; until: string }>();
   const rotate = useAction(async (kind: 'ingest' | 'signing', grace: number) => {
     if (kind === 'ingest') {

@@ -11,8 +11,8 @@ export function Settings({ webhook, onSaved }: { webhook: Webhook; onSaved: (w: 
     const changed = Object.entries(controlsFromForm(form, true)).filter(([k, v]) => v !== undefined && JSON.stringify(v) !== JSON.stringify(webhook[k as keyof Webhook]));
     const vars = { id: webhook.id, ...Object.fromEntries(changed) };
     const data = await gql(
-      graphql(`mutation($id: ID!, $name: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
-        updateWebhook(id: $id, name: $name, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { ...WebhookFields }
+      graphql(`mutation($id: ID!, $name: String, $maxInFlight: Int, $timeoutMs: Int, $deliveryMode: DeliveryMode, $throttleRatePerSecond: Int, $defaultDelaySeconds: Int, $dedupeWindowSeconds: Int, $idempotencyWindowSeconds: Int, $retryPolicy: JSON, $customHeaders: JSON) {
+        updateWebhook(id: $id, name: $name, maxInFlight: $maxInFlight, timeoutMs: $timeoutMs, deliveryMode: $deliveryMode, throttleRatePerSecond: $throttleRatePerSecond, defaultDelaySeconds: $defaultDelaySeconds, dedupeWindowSeconds: $dedupeWindowSeconds, idempotencyWindowSeconds: $idempotencyWindowSeconds, retryPolicy: $retryPolicy, customHeaders: $customHeaders) { ...WebhookFields }
       }`, [WEBHOOK]),
       vars,
     );
