@@ -15,17 +15,26 @@ afterAll(async () => {
   await app?.stop();
 });
 
+/**
+ * A webhook whose receiver holds its answer to event 0 until `held` opens, with event 0 sent and
+ * received: its drain runs (and stays) in this process from then on.
+ */
+async function drainedWebhook() {
+  const held = gate();
+  const receiver = await startReceiver((r) => (JSON.parse(r.body.toString()).n === 0 ? { status: 200, until: held.opened } : { status: 200 }));
+  const { apiKey } = await ingestingProject(app);
+  const wh = await createWebhook(app, apiKey, { url: `${receiver.url}/hook` });
+  const send = async (n: number) => expect((await ingest(app, wh.publicId, { body: JSON.stringify({ n }), headers: { 'x-webhook-secret': wh.ingestSecret } })).status).toBe(202);
+  await send(0);
+  await waitFor(() => receiver.received.length === 1 || null, 20_000);
+  return { held, receiver, wh, send };
+}
+
 describe('ingest handing deliveries to a drain in the same process', () => {
   it('goes straight to the running drain: no runner is woken, each goes out once, and no job row is left', async () => {
-    const held = gate();
-    const receiver = await startReceiver((r) => (JSON.parse(r.body.toString()).n === 0 ? { status: 200, until: held.opened } : { status: 200 }));
+    // The first event wakes the runner; its drain stays while the receiver holds the answer.
+    const { held, receiver, wh, send } = await drainedWebhook();
     try {
-      const { apiKey } = await ingestingProject(app);
-      const wh = await createWebhook(app, apiKey, { url: `${receiver.url}/hook` });
-      const send = async (n: number) => expect((await ingest(app, wh.publicId, { body: JSON.stringify({ n }), headers: { 'x-webhook-secret': wh.ingestSecret } })).status).toBe(202);
-      // The first event wakes the runner; its drain stays while the receiver holds the answer.
-      await send(0);
-      await waitFor(() => receiver.received.length === 1 || null, 20_000);
       // Every job row written from here on is recorded: a delivery handed over is written without one.
       await app.rt.db.pool.query(`CREATE TABLE IF NOT EXISTS test_job_keys (key text);
         CREATE OR REPLACE FUNCTION test_note_job_key() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_job_keys VALUES (NEW.key); RETURN NEW; END $$;
@@ -63,15 +72,9 @@ describe('ingest handing deliveries to a drain in the same process', () => {
   });
 
   it('gives a delivery written without a job its job after all when the drain ended before the hand-over', async () => {
-    const held = gate();
-    const receiver = await startReceiver((r) => (JSON.parse(r.body.toString()).n === 0 ? { status: 200, until: held.opened } : { status: 200 }));
+    const { held, receiver, wh, send } = await drainedWebhook();
     const handOver = app.rt.runners.handOver.bind(app.rt.runners);
     try {
-      const { apiKey } = await ingestingProject(app);
-      const wh = await createWebhook(app, apiKey, { url: `${receiver.url}/hook` });
-      const send = async (n: number) => expect((await ingest(app, wh.publicId, { body: JSON.stringify({ n }), headers: { 'x-webhook-secret': wh.ingestSecret } })).status).toBe(202);
-      await send(0);
-      await waitFor(() => receiver.received.length === 1 || null, 20_000);
       expect(app.rt.runners.drainRunning(wh.id), 'the drain runs while the first answer is held').toBe(true);
       // Written without a job (a drain ran at the decision), then the drain is gone at the hand-over.
       let refused = 0;
