@@ -211,7 +211,10 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       if (linger > 0) await new Promise((r) => setTimeout(r, linger));
       if (claiming && !drain.stopping) {
         const named = drain.take();
-        const asked = round === 0 ? [deliveryId, ...named.ids] : named.ids;
+        // As many as it has room for (a burst's hand-overs can name thousands): the rest are named again.
+        const ids = round === 0 ? [deliveryId, ...named.ids] : named.ids;
+        const asked = ids.length > room ? ids.slice(0, room) : ids;
+        if (asked !== ids) drain.putBack(ids.slice(room));
         const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
         lastClaimAt = Date.now();
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
