@@ -7,16 +7,26 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INGEST_TARGETS_TOPIC, ingestTargets } from '../src/ingest/ingest-target-cache.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createWebhook, ingestingProject } from './support/webhooks.ts';
 
 let app: TestApp;
+/** Another API process on the same database: a change made there reaches `app` only by notification. */
+let other: TestApp;
 let apiKey: string;
+/** While true, `app` hears no notification of changed ingest lookups (one not arrived yet). */
+let deaf = false;
 beforeAll(async () => {
   app = await startTestApp({ worker: false });
+  other = await startTestApp({ databaseUrl: app.databaseUrl, worker: false });
   ({ apiKey } = await ingestingProject(app));
+  const pubsub = app.rt.pubsub as unknown as { dispatch(raw: string): Promise<void> };
+  const dispatch = pubsub.dispatch.bind(pubsub);
+  pubsub.dispatch = async (raw) => (deaf && raw.includes(`"${INGEST_TARGETS_TOPIC}"`) ? undefined : dispatch(raw));
 });
 afterAll(async () => {
+  await other?.stop();
   await app?.stop();
 });
 
@@ -143,6 +153,58 @@ describe('form CORS over HTTP', () => {
     // Back to secret: the secret is needed again, from the very next post.
     await app.api(apiKey, 'PATCH', `/v1/webhooks/${wh.id}`, { formAccess: 'secret' });
     expect((await post(wh.publicId, { name: 'Ana' }, { origin: 'https://www.example.com' })).status).toBe(401);
+  });
+});
+
+describe('form origins changed in another process, not yet heard of here', () => {
+  // `app` keeps the webhook's lookup from before the change. The post is decided again on a fresh
+  // lookup (a refusal on the kept one is retried; the ingest statement sends an out-of-date one
+  // there too), and its answer carries the CORS headers of the lookup it was decided on.
+  const keptHere = (wh: { publicId: string }) => ingestTargets(app.rt).has(wh.publicId);
+  const A = 'https://a.example.com';
+  const B = 'https://b.example.com';
+  const cors = (res: Response) => [res.headers.get('access-control-allow-origin'), res.headers.get('vary')];
+  /** A webhook listing `A`, its lookup kept by `app`, then `formAllowedOrigins` set to `origins` by `other` while `app` hears nothing. */
+  async function changedElsewhere(origins: string[], run: (wh: Awaited<ReturnType<typeof createWebhook>>) => Promise<void>) {
+    const wh = await createWebhook(app, apiKey, { formAllowedOrigins: [A] });
+    expect((await post(wh.publicId, { _secret: wh.ingestSecret, name: 'first' }, { origin: A })).status).toBe(202);
+    expect(keptHere(wh)).toBe(true);
+    deaf = true;
+    try {
+      expect((await other.api(apiKey, 'PATCH', `/v1/webhooks/${wh.id}`, { formAllowedOrigins: origins })).status).toBe(200);
+      expect(keptHere(wh), 'the lookup from before the change is still kept here').toBe(true);
+      await run(wh);
+    } finally {
+      deaf = false;
+    }
+  }
+
+  it('an origin added elsewhere: 202 with its Access-Control-Allow-Origin (the browser can read the answer)', async () => {
+    await changedElsewhere([A, B], async (wh) => {
+      const ok = await post(wh.publicId, { _secret: wh.ingestSecret, name: 'Bo' }, { origin: B });
+      expect(ok.status).toBe(202);
+      expect(cors(ok)).toEqual([B, 'Origin']);
+      expect(await events(wh.id)).toBe(2);
+    });
+  });
+
+  it('an origin removed elsewhere: 403 origin_not_allowed without Access-Control-Allow-Origin', async () => {
+    await changedElsewhere([B], async (wh) => {
+      const refused = await post(wh.publicId, { _secret: wh.ingestSecret, name: 'Ana' }, { origin: A });
+      expect(refused.status).toBe(403);
+      expect((await refused.json()).error.code).toBe('origin_not_allowed');
+      expect(cors(refused)).toEqual([null, 'Origin']);
+      expect(await events(wh.id)).toBe(1);
+    });
+  });
+
+  it('the honeypot alike: an origin added elsewhere gets the accepted answer with its Access-Control-Allow-Origin, nothing stored', async () => {
+    await changedElsewhere([A, B], async (wh) => {
+      const bot = await post(wh.publicId, { _secret: wh.ingestSecret, name: 'bot', _honeypot: 'x' }, { origin: B });
+      expect(bot.status).toBe(202);
+      expect(cors(bot)).toEqual([B, 'Origin']);
+      expect(await events(wh.id)).toBe(1);
+    });
   });
 });
 

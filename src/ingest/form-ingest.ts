@@ -11,7 +11,7 @@ import { FORM_INGEST_PATH } from '../wire/ingest-paths.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
 import type { Runtime } from '../runtime.ts';
-import { acceptEvent, type AcceptedEvent } from './accept-event.ts';
+import { acceptEvent, type AcceptedEvent, type Admission } from './accept-event.ts';
 import { hasStandardSignature } from './authenticate-producer.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { admitProducer, eventHeaders, eventQuery, FILE_LIMITS, INGEST_BODY_LIMIT } from './admission.ts';
@@ -232,6 +232,16 @@ async function preflight(rt: Runtime, req: IncomingMessage, res: ServerResponse,
   res.end();
 }
 
+/**
+ * Replaces the answer's CORS headers by those `list` gives `origin`: the answer carries those of
+ * the lookup its post was decided on (CONTRACT §12), which may be fresher than the first one.
+ */
+function resetFormCors(res: ServerResponse, list: readonly string[], origin: string | undefined) {
+  res.removeHeader('access-control-allow-origin');
+  res.removeHeader('vary');
+  for (const [name, value] of Object.entries(formCorsHeaders(list, origin))) res.setHeader(name, value);
+}
+
 function answer(res: ServerResponse, location: string | null, accepted: AcceptedEvent) {
   if (location) {
     res.writeHead(303, { location, 'content-length': '0' });
@@ -263,7 +273,8 @@ export function createFormIngestHandler(rt: Runtime) {
         if (!target || target.status === 'archived') throw new NotFound('webhook');
         return target;
       });
-      // Every answer from here on, errors included, carries the webhook's CORS headers (CONTRACT §12).
+      // Every answer from here on, errors included, carries the webhook's CORS headers (CONTRACT §12):
+      // this lookup's, until the post is decided on another (see resetFormCors).
       for (const [name, value] of Object.entries(formCorsHeaders(known.formAllowedOrigins, req.headers.origin))) res.setHeader(name, value);
       const type = mediaType(req.headers['content-type']);
       if (!FORM_TYPES.has(type)) throw new UnsupportedMediaType('Form ingest takes multipart/form-data or application/x-www-form-urlencoded.');
@@ -277,6 +288,7 @@ export function createFormIngestHandler(rt: Runtime) {
         // A page on an origin the webhook does not allow is refused as any post is (403), decided on a fresh lookup.
         if (!originAllowed(known.formAllowedOrigins, req.headers.origin)) {
           const fresh = await ingestTargets(rt).fresh(rt, publicId);
+          if (fresh) resetFormCors(res, fresh.formAllowedOrigins, req.headers.origin);
           if (!fresh || !originAllowed(fresh.formAllowedOrigins, req.headers.origin)) throw new OriginNotAllowed();
         }
         // A bot: answered as an accepted post, nothing stored or delivered (a bad _redirect is still 400).
@@ -308,11 +320,19 @@ export function createFormIngestHandler(rt: Runtime) {
         const files = rows.length ? { rows, expiresAt: new Date(now + webhookQuotas(target.project, target).payload_retention_seconds * 1000) } : undefined;
         return { channel: 'form' as const, method: 'POST', path: '/', query, headers, contentType: 'application/json', body, files };
       };
-      const admit = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, {
+      const admitPost = admitProducer(req, form.raw, `${rt.config.publicUrl}${url.pathname}${url.search}`, {
         fieldSecret: form.secret,
         validate: () => void (location = checkRedirect(form.redirect)),
         form: { idempotencyKey: form.idempotencyKey, fingerprint: () => formFingerprint(form) },
       });
+      // acceptEvent decides again on a fresh lookup what a kept one refused (or the ingest statement
+      // found out of date): the answer, accepted or refused, carries the CORS headers of the lookup
+      // last admitted on. Nothing to do while that is still `known` (the happy path).
+      let corsFrom = known;
+      const admit: Admission = (target) => {
+        if (target !== corsFrom) resetFormCors(res, (corsFrom = target).formAllowedOrigins, req.headers.origin);
+        return admitPost(target);
+      };
       // One statement stores the event, its delivery and the files' rows, and wakes the runners after it commits.
       const accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit);
       recorded = keptNow && accepted.status !== 'duplicate';
