@@ -41,7 +41,8 @@ export class BatchWriter<T, R> {
       this.pending.push({ item, resolve, reject });
       if (this.writing) return;
       const lingerMs = this.options.lingerMs ?? 0;
-      if (wait && lingerMs > 0) {
+      // A full batch is written at once.
+      if (wait && lingerMs > 0 && this.pending.length < (this.options.maxBatch ?? 200)) {
         this.lingering ??= setTimeout(() => void this.drain(), lingerMs);
         return;
       }

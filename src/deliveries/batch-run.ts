@@ -170,6 +170,9 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   // The last claim took every due delivery it could: claim again only for deliveries named since.
   let exhausted = false;
   let lastClaimAt = 0;
+  let lingered = false;
+  /** The deliveries the claim under way was asked for: named again should it fail. */
+  let asked: string[] = [];
   drain.whenStopped(() => slots.abandon());
   // Renewed on a timer of its own (with a slow receiver the loop may wait a whole timeout for an
   // answer), and at once when the webhook changed: until that renewal has answered, no attempt
@@ -206,14 +209,20 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       // Claims come in batches: once half the window is free (the attempts next in line are
       // running), or for deliveries whose jobs named them.
       const claiming = room > 0 && !drain.stopping && (round === 0 || drain.size || (!exhausted && (room >= Math.max(slots.size, window() / 2) || pending === 0))) && canStart(lease, timeoutMs);
-      // Only named deliveries to claim (the last claim took every due one): a moment for more to come.
-      const linger = claiming && round > 0 && exhausted ? lastClaimAt + CLAIM_LINGER_MS - Date.now() : 0;
-      if (linger > 0) await new Promise((r) => setTimeout(r, linger));
-      if (claiming && !drain.stopping) {
+      // Only named deliveries to claim (the last claim took every due one): a moment for more to
+      // come, then the room, the lease and the state are looked at again.
+      const linger = claiming && !lingered && round > 0 && exhausted ? lastClaimAt + CLAIM_LINGER_MS - Date.now() : 0;
+      if (linger > 0) {
+        await new Promise((r) => setTimeout(r, linger));
+        lingered = true;
+        continue;
+      }
+      lingered = false;
+      if (claiming) {
         const named = drain.take();
         // As many as it has room for (a burst's hand-overs can name thousands): the rest are named again.
         const ids = round === 0 ? [deliveryId, ...named.ids] : named.ids;
-        const asked = ids.length > room ? ids.slice(0, room) : ids;
+        asked = ids.length > room ? ids.slice(0, room) : ids;
         if (asked !== ids) drain.putBack(ids.slice(room));
         const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
         lastClaimAt = Date.now();
@@ -237,6 +246,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
           const seen = new Set([...batch.claims.map((c) => c.row.id as string), ...batch.lost, ...batch.notDue.map((n) => n.id)]);
           drain.putBack(asked.filter((id) => !seen.has(id)));
         }
+        asked = [];
         drain.roomLeft = pending < window();
       }
       if (Date.now() > deadline || signal?.aborted || drain.stopping || lease.slots === 0) {
@@ -261,7 +271,16 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       await drain.woken();
       drain.sleep();
     }
+  } catch (err) {
+    // A claim (or a re-queue after it) failed: what it was asked for is named again, and handed
+    // on below with the rest (some may have no job: handed over by ingest in this process).
+    drain.putBack(asked);
+    handOff = true;
+    throw err;
   } finally {
+    // It claims nothing more: ingest here writes the webhook's deliveries with their jobs again
+    // (another runner may take them) rather than handing them to this drain until its last answer.
+    drain.accepting = false;
     // A lost lease: a new drain (under a new lease) takes the webhook's next jobs at once, while
     // this one waits for its attempts under way.
     if (lease.slots === 0) stopDraining();

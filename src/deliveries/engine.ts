@@ -58,7 +58,7 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
  */
 export function drainRunning(engine: DeliveryEngine, webhookId: string): boolean {
   const drain = engine.drains.get(webhookId);
-  return !!drain && !drain.stopping;
+  return !!drain && drain.accepting && !drain.stopping;
 }
 
 /**
