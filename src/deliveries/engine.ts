@@ -57,8 +57,12 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
  * ingest in this process then writes a due delivery without a job and hands it over once committed.
  */
 export function drainRunning(engine: DeliveryEngine, webhookId: string): boolean {
+  return takingHandOvers(engine, webhookId) !== null;
+}
+
+function takingHandOvers(engine: DeliveryEngine, webhookId: string): Drain | null {
   const drain = engine.drains.get(webhookId);
-  return !!drain && drain.accepting && !drain.stopping;
+  return drain && drain.accepting && !drain.stopping ? drain : null;
 }
 
 /**
@@ -71,9 +75,9 @@ export function drainRunning(engine: DeliveryEngine, webhookId: string): boolean
  * the sweeper gives the delivery a job (sweep.ts).
  */
 export function handOverToDrain(engine: DeliveryEngine, webhookId: string, deliveryId: string): boolean {
-  if (!drainRunning(engine, webhookId)) return false;
-  engine.drains.get(webhookId)!.offer(deliveryId);
-  return true;
+  const drain = takingHandOvers(engine, webhookId);
+  drain?.offer(deliveryId);
+  return drain !== null;
 }
 
 /**
