@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
+import { claimDeliveryBatch } from '../src/deliveries/claim-batch.ts';
 import { renewSlotLease } from '../src/deliveries/slot-lease.ts';
 import { pauseWebhook, resumeWebhook } from '../src/webhooks/lifecycle.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
@@ -54,12 +55,13 @@ describe('slot leases', () => {
     );
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
-    // Their jobs ran and found no free slot: the first waiting delivery's job came back for later
-    // (the drain it starts claims the others with it), none is locked, and nothing was sent.
+    // Their jobs ran and found no free slot: the webhook's hand-off job came back for later,
+    // naming the first waiting delivery (the drain it starts claims the others with it); no
+    // delivery's job is left, none is locked, and nothing was sent.
     await waitFor(
       async () =>
-        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[]) AND attempts = 0 AND run_at > now() - interval '1 second'`, [ids.map((id) => `del:${id}`)])) >= 1 &&
-        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[]) AND locked_at IS NOT NULL`, [ids.map((id) => `del:${id}`)])) === 0
+        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1 AND payload->>'deliveryId' = $2 AND run_at > now() - interval '1 second'`, [`hand:${wh.id}`, ids[0]])) === 1 &&
+        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[])`, [ids.map((id) => `del:${id}`)])) === 0
           ? true
           : null,
       10_000,
@@ -69,6 +71,37 @@ describe('slot leases', () => {
     await app.rt.db.pool.query(`DELETE FROM webhook_slot_leases WHERE id = $1`, [other]);
     await waitFor(async () => (await succeeded(wh.id)) === 3 || null, 10_000);
     expect(receiver.received).toHaveLength(3);
+    await receiver.close();
+  });
+
+  it("the drain holding every slot takes the delivery the waiting jobs' hand-off names: the others still have a job and go out at once", async () => {
+    const receiver = await startReceiver();
+    const { projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2 });
+    const other = newId('lse');
+    await app.rt.db.pool.query(
+      `INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at) VALUES ($1, $2, $3, 2, now() + interval '1 hour')`,
+      [other, projectId, wh.id],
+    );
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
+    await waitFor(
+      async () =>
+        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1 AND payload->>'deliveryId' = $2`, [`hand:${wh.id}`, ids[0]])) === 1 &&
+        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[])`, [ids.map((id) => `del:${id}`)])) === 0
+          ? true
+          : null,
+      10_000,
+    );
+    // The other runner's drain claims the first one (deleting that delivery's jobs), delivers it, and ends.
+    const claim = await claimDeliveryBatch(app.rt.db.pool, wh.id, [ids[0]], 1, 128, other);
+    expect(claim.kind === 'claimed' && claim.claims.map((c) => c.row.id)).toEqual([ids[0]]);
+    await app.rt.db.pool.query(`UPDATE deliveries SET status = 'succeeded', slot_lease = NULL, lease_until = NULL WHERE id = $1`, [ids[0]]);
+    await app.rt.db.pool.query(`DELETE FROM webhook_slot_leases WHERE id = $1`, [other]);
+    // The hand-off job was not the first delivery's: it still runs, and its drain takes the other two
+    // (long before the sweep's 20 seconds would find them without a job).
+    await waitFor(async () => (await succeeded(wh.id)) === 3 || null, 8_000);
+    expect(receiver.received).toHaveLength(2);
     await receiver.close();
   });
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
-import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
+import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql, handOffJobKeySql } from './job.ts';
 import { deliveryNotificationSql, NOTIFY_CHANNEL } from './notify.ts';
 
 /** Most deliveries of one webhook a drain (see attemptDelivery) has in flight at once, and so claims in one statement. */
@@ -35,18 +35,20 @@ export type BatchClaimOutcome =
   | { kind: 'none' };
 
 /**
- * Gives the webhook's oldest due delivery a job again (at `runAt`, or now): when a job that drained
- * the webhook stops with work left (time budget, shutdown), or when jobs found every slot leased
- * by another runner's drain (later: should that drain stop first). The drain that job starts
- * claims the webhook's other due deliveries with it. One job, never one per delivery: the jobs of
- * those deliveries may be the running ones, still locked, and re-adding a job under a locked job's
- * key updates that row; a statement updating several could deadlock with graphile-worker's
- * batched completion deleting them in another order (which stops its pool).
+ * Gives the webhook a hand-off job naming its oldest due delivery (at `runAt`, or now): when a job
+ * that drained the webhook stops with work left (time budget, shutdown), or when jobs found every
+ * slot leased by another runner's drain (later: should that drain stop first). The drain that job
+ * starts claims the webhook's other due deliveries with it. One job, never one per delivery: the
+ * jobs of those deliveries may be the running ones, still locked, and re-adding a job under a
+ * locked job's key updates that row; a statement updating several could deadlock with
+ * graphile-worker's batched completion deleting them in another order (which stops its pool).
+ * Its key is the webhook's, not the delivery's: a claim taking that delivery meanwhile (another
+ * runner's drain) deletes the delivery's job, and with it would go the only job the others had.
  */
 export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webhookId: string, runAt?: Date): Promise<void> {
   await client.query({
     name: 'hand_off_due_deliveries',
-    text: `SELECT ${addAttemptJobSql('$2', 'n.id', '$1::text', 'COALESCE($3::timestamptz, now())')}
+    text: `SELECT ${addAttemptJobSql('$2', 'n.id', '$1::text', 'COALESCE($3::timestamptz, now())', handOffJobKeySql('$1::text'))}
              FROM (SELECT u.id FROM (
                      (SELECT id, seq FROM deliveries WHERE webhook_id = $1 AND status = 'queued' ORDER BY seq LIMIT 1)
                      UNION ALL

@@ -19,13 +19,20 @@ export const ATTEMPT_JOB_MAX_ATTEMPTS = 25;
 export const attemptJobKeySql = (deliveryIdSql: string) => `'del:' || ${deliveryIdSql}`;
 
 /**
+ * The key of a webhook's hand-off job (see handOffDueDeliveries): one per webhook, and no claim
+ * deletes it (a claim deletes only the jobs of the deliveries it took), so a drain it starts
+ * always comes, whichever delivery it names was taken meanwhile.
+ */
+export const handOffJobKeySql = (webhookIdSql: string) => `'hand:' || ${webhookIdSql}`;
+
+/**
  * SQL calling graphile_worker.add_job for a delivery's attempt job (adding it, or replacing the
  * waiting one: the key): `task` is the SQL holding ATTEMPT_TASK (a parameter), `deliveryId`,
  * `webhookId` and the optional `runAt` SQL expressions of the row it is added for.
  */
-export function addAttemptJobSql(task: string, deliveryId: string, webhookId: string, runAt?: string): string {
+export function addAttemptJobSql(task: string, deliveryId: string, webhookId: string, runAt?: string, jobKey = attemptJobKeySql(deliveryId)): string {
   return `graphile_worker.add_job(${task}, json_build_object('deliveryId', ${deliveryId}, 'webhookId', ${webhookId})${runAt ? `, run_at := ${runAt}` : ''},
-           job_key := ${attemptJobKeySql(deliveryId)}, max_attempts := ${ATTEMPT_JOB_MAX_ATTEMPTS})`;
+           job_key := ${jobKey}, max_attempts := ${ATTEMPT_JOB_MAX_ATTEMPTS})`;
 }
 
 /**
@@ -76,4 +83,5 @@ export async function removeWebhookAttemptJobs(client: pg.PoolClient, webhookId:
       WHERE webhook_id = $1 AND status IN ('queued', 'scheduled', 'delivering', 'retrying')`,
     [webhookId],
   );
+  await client.query(`SELECT graphile_worker.remove_job(${handOffJobKeySql('$1::text')})`, [webhookId]);
 }
