@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql, handOffJobKeySql } from './job.ts';
+import { deliveryListenedSql } from './listeners.ts';
 import { deliveryNotificationSql, NOTIFY_CHANNEL } from './notify.ts';
 
 /** Most deliveries of one webhook a drain (see attemptDelivery) has in flight at once, and so claims in one statement. */
@@ -85,7 +86,8 @@ export async function claimDeliveryBatch(
 WITH w AS (
   SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.timeout_ms,
          w.retry_policy, w.custom_headers, w.transform,
-         (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable
+         (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable,
+         ${deliveryListenedSql('w.project_id')} AS listened
     FROM webhooks w WHERE w.id = $4::text
 ), own AS (
   SELECT d.id, d.seq, d.status, d.next_attempt_at, d.lease_until FROM deliveries d, w WHERE d.id = ANY($1::text[]) AND d.webhook_id = w.id
@@ -121,8 +123,9 @@ WITH w AS (
    WHERE d.id = due.id AND d.status IN ('queued', 'retrying', 'scheduled')
   RETURNING d.*
 ), published AS (
-  -- deliveryUpdated ('delivering') for every claimed delivery, sent when the claim commits: before any of their results.
-  SELECT pg_notify('${NOTIFY_CHANNEL}', ${deliveryNotificationSql('u')}) FROM upd u
+  -- deliveryUpdated ('delivering') for every claimed delivery, sent when the claim commits: before any of their results
+  -- (when someone listens: listeners.ts).
+  SELECT pg_notify('${NOTIFY_CHANNEL}', ${deliveryNotificationSql('u')}) FROM upd u WHERE (SELECT listened FROM w)
 ), gone AS (
   DELETE FROM graphile_worker._private_jobs j
    WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd) AND j.locked_at IS NULL

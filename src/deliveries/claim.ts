@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { deliveryView, type DeliveryRow } from './delivery-view.ts';
+import { deliveryListenedSql } from './listeners.ts';
 import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
 import { leasedSlotsSql } from './slot-lease.ts';
 
@@ -145,7 +146,7 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
        -- Taken over under a lease from a one-at-a-time attempt: that attempt's in_flight slot is given back.
        UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) WHERE id = $4 AND $11::bool AND EXISTS (SELECT 1 FROM upd)
      ), n AS (
-       SELECT pg_notify($8, $9) FROM upd
+       SELECT pg_notify($8, $9) FROM upd WHERE ${deliveryListenedSql('upd.project_id')}
      )
      SELECT u.*, (SELECT count(*) FROM cand)::int AS cand_count, (SELECT count(*) FROM n)::int AS notified
        FROM (SELECT 1) AS one LEFT JOIN upd u ON true`,

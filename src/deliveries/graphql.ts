@@ -2,6 +2,7 @@ import { builder } from '../graphql/builder.ts';
 import { connectionOf, pageArgs, pageOf, pageRequestOf } from '../pagination/graphql.ts';
 import type { Delivery } from '../generated/prisma/client.ts';
 import { publicDestination, type DeliveryView } from './delivery-view.ts';
+import { deliveryListeners, releasingIterator } from './listeners.ts';
 import { deliveryTopic } from './notify.ts';
 import {
   createBulkRedrive,
@@ -256,11 +257,14 @@ builder.subscriptionField('deliveryUpdated', (t) =>
     type: DeliveryRef,
     description: "Every state change of the project's deliveries (optionally of one webhook), from any process.",
     args: { webhookId: t.arg.id({ required: false }) },
-    subscribe: (_r, a, ctx) =>
-      ctx.rt.pubsub.subscribe<DeliveryView>(deliveryTopic(ctx.auth.projectId), (d) => {
+    subscribe: async (_r, a, ctx) => {
+      const changes = ctx.rt.pubsub.subscribe<DeliveryView>(deliveryTopic(ctx.auth.projectId), (d) => {
         const view = d as DeliveryView | null;
         return view && (!a.webhookId || view.webhookId === String(a.webhookId)) ? view : undefined;
-      }),
+      });
+      // Claims and results notify only projects with a listener (listeners.ts): counted from here.
+      return releasingIterator(changes, await deliveryListeners(ctx.rt).watch(ctx.auth.projectId));
+    },
     // The published view has the fields the Delivery type reads, under the same names.
     resolve: (d) => d as unknown as Delivery,
   }),

@@ -2,14 +2,15 @@ import type pg from 'pg';
 import { BatchWriter } from '../db/batch-writer.ts';
 import { newId } from '../ids.ts';
 import { addAttemptJobSql, ATTEMPT_TASK } from './job.ts';
-import { deliveryView, type DeliveryRow } from './delivery-view.ts';
-import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
+import type { DeliveryRow } from './delivery-view.ts';
+import { deliveryListenedSql } from './listeners.ts';
+import { deliveryNotificationSql, NOTIFY_CHANNEL } from './notify.ts';
 import type { RollupWriter } from '../metrics/rollup.ts';
 import { attemptDuration, deliveriesFinished, deliveryOutcomes } from '../prom.ts';
 
 export interface AttemptResult {
   deliveryId: string;
-  /** The claimed row, for the change notification sent with the result. */
+  /** The claimed row (its webhook: results are written per webhook). */
   delivery: DeliveryRow;
   attempt: number;
   startedAt: Date;
@@ -33,7 +34,7 @@ const RECORD_SQL = `WITH r AS (
        SELECT * FROM json_to_recordset($1::json)
          AS r(id text, attempt int, status text, next_at timestamptz, last_attempt jsonb, terminal bool, att_id text, started_at timestamptz,
               duration_ms int, status_code int, error text, snippet text, dispatch_body text, dispatch_content_type text,
-              dispatch_headers jsonb, outcome text, fk text, automation_id text, automation_version int, dlq_id text, notification text)
+              dispatch_headers jsonb, outcome text, fk text, automation_id text, automation_version int, dlq_id text)
      ), upd AS (
        UPDATE deliveries d SET status = r.status, lease_until = NULL, next_attempt_at = r.next_at, last_attempt = r.last_attempt,
               completed_at = CASE WHEN r.terminal THEN now() ELSE NULL END, updated_at = now(),
@@ -44,7 +45,9 @@ const RECORD_SQL = `WITH r AS (
               automation_version = COALESCE(r.automation_version, d.automation_version)
          FROM r
         WHERE d.id = ANY($4::text[]) AND d.id = r.id AND d.attempts = r.attempt AND (d.status = 'delivering') IS TRUE
-        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at, d.replay_of_id, d.slot_lease
+        RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.status, d.next_attempt_at, d.created_at, d.replay_of_id, d.slot_lease,
+                  -- and the rest of what the change notification says (deliveryNotificationSql)
+                  d.destination, d.attempts, d.last_attempt, d.automation_id, d.automation_version, d.idempotency_key, d.completed_at
      ), drain_events AS (
        -- Event drains (src/drains): the outbox rows of this change, in this statement's transaction;
        -- only for projects that have an enabled drain.
@@ -80,7 +83,8 @@ const RECORD_SQL = `WITH r AS (
             ORDER BY x.seq LIMIT 1) n
         WHERE upd.status <> 'retrying'
      ), notified AS (
-       SELECT pg_notify($3, r.notification) FROM upd JOIN r ON r.id = upd.id
+       -- deliveryUpdated, when someone listens (listeners.ts): computed here from the updated rows.
+       SELECT pg_notify($3, ${deliveryNotificationSql('upd')}) FROM upd WHERE ${deliveryListenedSql('upd.project_id')}
      ), released AS (
        -- The in-flight slots of the one-at-a-time attempts recorded here, given back in the same
        -- statement (the results are all of webhook $5: see recordAttempts). Attempts a drain
@@ -133,16 +137,6 @@ async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResul
       automation_version: r.automation?.version ?? null,
       fk: r.failure ?? null,
       dlq_id: newId('dlq'),
-      notification: deliveryNotification(
-        deliveryView({
-          ...r.delivery,
-          status,
-          next_attempt_at: nextAt,
-          last_attempt: lastAttempt,
-          completed_at: terminal ? new Date() : null,
-          ...(r.automation ? { automation_id: r.automation.id, automation_version: r.automation.version } : {}),
-        }),
-      ),
     };
   });
   // One statement per webhook, each giving its webhook's in-flight slots back itself: the counter

@@ -3,6 +3,7 @@ import { log } from '../log.ts';
 import { handOffDueDeliveries } from './claim-batch.ts';
 import type { Runtime } from '../runtime.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
+import { deleteExpiredDeliveryListeners } from './listeners.ts';
 
 const SWEEP_LOCK = 727_003;
 
@@ -44,6 +45,8 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
       await reconcileInFlight(client);
       // Leases whose drain died with its runner (a drain ending deletes its own).
       await client.query(`DELETE FROM webhook_slot_leases WHERE expires_at < now() - interval '1 minute'`);
+      // deliveryUpdated listeners of processes that died.
+      await deleteExpiredDeliveryListeners(client);
       return rows.length;
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
