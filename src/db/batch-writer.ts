@@ -10,6 +10,12 @@ export interface BatchWriterOptions<T, R> {
    * is refused with the error. E.g. write them one by one, so one bad item loses no other.
    */
   onRefused?: (items: T[], err: unknown) => Promise<PromiseSettledResult<R>[]>;
+  /**
+   * How long an item that may wait (add's `wait`) lets the next ones join it before a write
+   * starts when none is under way (default 0: at once). An item that may not wait starts the
+   * write at once, with those gathered so far.
+   */
+  lingerMs?: number;
 }
 
 /**
@@ -22,20 +28,31 @@ export interface BatchWriterOptions<T, R> {
 export class BatchWriter<T, R> {
   private pending: { item: T; resolve: (r: R) => void; reject: (err: unknown) => void }[] = [];
   private writing = false;
+  private lingering: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly write: (items: T[]) => Promise<R[]>,
     private readonly options: BatchWriterOptions<T, R> = {},
   ) {}
 
-  add(item: T): Promise<R> {
+  /** `wait`: the item may wait up to lingerMs for others to share its write. */
+  add(item: T, { wait = false } = {}): Promise<R> {
     return new Promise((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (!this.writing) void this.drain();
+      if (this.writing) return;
+      const lingerMs = this.options.lingerMs ?? 0;
+      // A full batch is written at once.
+      if (wait && lingerMs > 0 && this.pending.length < (this.options.maxBatch ?? 200)) {
+        this.lingering ??= setTimeout(() => void this.drain(), lingerMs);
+        return;
+      }
+      void this.drain();
     });
   }
 
   private async drain() {
+    if (this.lingering) clearTimeout(this.lingering);
+    this.lingering = null;
     this.writing = true;
     const { maxBatch = 200, retryForMs = 30_000, onRefused } = this.options;
     try {

@@ -192,6 +192,14 @@ export function storableText(text: string | null): string | null {
 }
 
 /**
+ * How long a drain's result waits for others to share its record statement when none is being
+ * written: at a steady rate of a few hundred events per second each result would otherwise be a
+ * statement of its own. The receiver has its answer already and the drain its slot back; only
+ * the delivery's status (and its notification) comes this much later.
+ */
+const RECORD_LINGER_MS = 10;
+
+/**
  * Gathers the results of attempts finishing at about the same time on this runner into one
  * recordAttempts write (BatchWriter): under load a runner writes many results per round trip and
  * alone it writes each at once. While the database is away (restarting), the results wait and are
@@ -220,14 +228,20 @@ export class AttemptRecorder {
     };
     this.writer = new BatchWriter(write, {
       maxBatch,
+      lingerMs: RECORD_LINGER_MS,
       // A batch the database refused: each result on its own, so one that cannot be written keeps
       // no other from being recorded (unrecorded, a delivery is sent again once its lease runs out).
       onRefused: (results) => Promise.allSettled(results.map(async (r) => (await write([r]))[0]!)),
     });
   }
 
-  /** Resolves once the result is written: false when its guard did not hold (see recordAttempts). */
+  /**
+   * Resolves once the result is written: false when its guard did not hold (see recordAttempts).
+   * A drain's result (its slot went back in memory when the answer came) may wait RECORD_LINGER_MS
+   * for others to share its statement; a one-at-a-time attempt's (its in-flight slot, a FIFO
+   * successor's job) is written at once.
+   */
   record(result: AttemptResult): Promise<boolean> {
-    return this.writer.add(result);
+    return this.writer.add(result, { wait: result.delivery.slot_lease != null });
   }
 }
