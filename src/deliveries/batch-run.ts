@@ -205,13 +205,15 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   });
   try {
     for (let round = 0; ; round++) {
-      const room = Math.min(window() - pending, automationRoom(engine.rt, drained, pending));
+      const windowRoom = window() - pending;
+      const room = Math.min(windowRoom, automationRoom(engine.rt, drained, pending));
       // Claims come in batches: once half the window is free (the attempts next in line are
       // running), or, once the last claim took every due delivery, for deliveries named since. In
       // a backlog, named deliveries wait for the next batch (it takes them first): their jobs
       // hold this runner's job slots meanwhile, so the runner does not fetch (and complete) the
-      // jobs of deliveries the batch would have taken anyway.
-      const claiming = room > 0 && !drain.stopping && (round === 0 || (exhausted ? drain.size > 0 : room >= Math.max(slots.size, window() / 2) || pending === 0)) && canStart(lease, timeoutMs);
+      // jobs of deliveries the batch would have taken anyway. (The half is of the window: a
+      // project's Automation slots may hold `room` below it, and then each free one is claimed.)
+      const claiming = room > 0 && !drain.stopping && (round === 0 || (exhausted ? drain.size > 0 : windowRoom >= Math.max(slots.size, window() / 2) || pending === 0)) && canStart(lease, timeoutMs);
       // Only named deliveries to claim (the last claim took every due one): a moment for more to
       // come, then the room, the lease and the state are looked at again.
       const linger = claiming && !lingered && round > 0 && exhausted ? lastClaimAt + CLAIM_LINGER_MS - Date.now() : 0;

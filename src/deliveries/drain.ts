@@ -15,7 +15,9 @@ export class Drain {
   private wakeUp: (() => void) | null = null;
   /**
    * The drain could claim more now: a delivery named now wakes it, rather than waiting for an
-   * attempt in flight to finish (which, with a slow receiver, could take the webhook's whole timeout).
+   * attempt in flight to finish (which, with a slow receiver, could take the webhook's whole
+   * timeout). Whether it claims at once is the drain's (batch-run.ts: in a backlog it waits for
+   * its next batch).
    */
   roomLeft = false;
 

@@ -21,6 +21,8 @@ const LISTENER_TTL_S = 60;
 const RENEW_MS = 20_000;
 /** How soon it tries again after a write failed (the database was out). */
 const RETRY_MS = 2_000;
+/** A write taking longer is given up (and tried again): one hung write would hold up every later subscription of the process. */
+const WRITE_TIMEOUT_MS = 10_000;
 
 /** SQL: whether some process has a deliveryUpdated subscriber of the project `projectIdSql` now. */
 export const deliveryListenedSql = (projectIdSql: string) =>
@@ -59,7 +61,11 @@ class DeliveryListeners {
       this.counts.delete(projectId);
       void this.write(async () => {
         if (this.counts.has(projectId)) return;
-        await this.db.query('DELETE FROM delivery_listeners WHERE project_id = $1 AND process_id = $2', [projectId, this.processId]);
+        await this.db.query({
+          text: 'DELETE FROM delivery_listeners WHERE project_id = $1 AND process_id = $2',
+          values: [projectId, this.processId],
+          query_timeout: WRITE_TIMEOUT_MS,
+        } as pg.QueryConfig);
       });
     };
   }
@@ -68,12 +74,13 @@ class DeliveryListeners {
     const live = projectIds.filter((p) => this.counts.has(p));
     if (live.length === 0) return Promise.resolve();
     return this.db
-      .query(
-        `INSERT INTO delivery_listeners (project_id, process_id, expires_at)
-         SELECT p, $2, now() + make_interval(secs => $3) FROM unnest($1::text[]) p
-         ON CONFLICT (project_id, process_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
-        [live, this.processId, LISTENER_TTL_S],
-      )
+      .query({
+        text: `INSERT INTO delivery_listeners (project_id, process_id, expires_at)
+               SELECT p, $2, now() + make_interval(secs => $3) FROM unnest($1::text[]) p
+               ON CONFLICT (project_id, process_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+        values: [live, this.processId, LISTENER_TTL_S],
+        query_timeout: WRITE_TIMEOUT_MS,
+      } as pg.QueryConfig)
       .then(() => undefined);
   }
 

@@ -60,12 +60,28 @@ export async function sendFetchResponse(res: ServerResponse, response: Response)
     return;
   }
   const reader = response.body.getReader();
-  res.on('close', () => void reader.cancel().catch(() => {}));
+  const cancel = () => void reader.cancel().catch(() => {});
+  // A stream's end (a subscription's, which releases what it holds) comes from here: a client
+  // that went away before this point (a subscription is set up before its response exists) is
+  // not heard of through 'close' any more.
+  if (res.destroyed || res.socket?.destroyed) cancel();
+  else res.once('close', cancel);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (!res.write(value)) await new Promise((r) => res.once('drain', r));
+      if (!res.write(value)) {
+        // Until the client reads on, or goes away.
+        await new Promise<void>((resolve) => {
+          const go = () => {
+            res.off('drain', go);
+            res.off('close', go);
+            resolve();
+          };
+          res.once('drain', go);
+          res.once('close', go);
+        });
+      }
     }
   } catch {
     // client went away mid-stream
