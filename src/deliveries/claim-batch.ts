@@ -131,23 +131,27 @@ WITH w AS (
    WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM upd) AND j.locked_at IS NULL
   RETURNING 1
 )
-SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.retry_policy,
-       w.custom_headers, w.throttle_rate_per_second, w.transform, w.batchable,
-       (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) AS lost_ids,
-       (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
-         WHERE status IN ('retrying', 'scheduled') AND next_attempt_at > now()) AS not_due,
-       (SELECT array_agg(s.secret_enc ORDER BY s.version DESC) FROM webhook_secrets s
-         WHERE s.webhook_id = w.id AND s.kind = 'signing' AND (s.expires_at IS NULL OR s.expires_at > now())) AS signing_secrets
+-- What concerns the whole batch (the webhook's settings and secrets, the named deliveries' fate)
+-- comes on one row, the head: the others would only be parsed again and thrown away.
+SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms,
+       CASE WHEN h.head THEN w.retry_policy END AS retry_policy, CASE WHEN h.head THEN w.custom_headers END AS custom_headers,
+       w.throttle_rate_per_second, CASE WHEN h.head THEN w.transform END AS transform, w.batchable,
+       CASE WHEN h.head THEN (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) END AS lost_ids,
+       CASE WHEN h.head THEN (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
+         WHERE status IN ('retrying', 'scheduled') AND next_attempt_at > now()) END AS not_due,
+       CASE WHEN h.head THEN (SELECT array_agg(s.secret_enc ORDER BY s.version DESC) FROM webhook_secrets s
+         WHERE s.webhook_id = w.id AND s.kind = 'signing' AND (s.expires_at IS NULL OR s.expires_at > now())) END AS signing_secrets
   FROM w
   LEFT JOIN (
     SELECT u.*, COALESCE(u.dispatch_body, e.body) AS payload, u.dispatch_body IS NOT NULL AS has_dispatch,
            COALESCE(u.dispatch_content_type, e.content_type) AS payload_content_type, e.headers AS event_headers,
            e.channel AS event_channel, e.method AS event_method, e.path AS event_path, e.query AS event_query, e.received_at AS event_received_at
       FROM upd u JOIN events e ON e.id = u.event_id
-  ) c ON true`,
+  ) c ON true
+  CROSS JOIN LATERAL (SELECT (c.id IS NULL OR c.seq = (SELECT min(seq) FROM upd)) AS head) h`,
     values: [named, max, LEASE_MARGIN_MS, webhookId, margin, leaseId],
   });
-  const first = rows[0];
+  const first = rows.find((r) => r.head) ?? rows[0];
   if (!first) return { kind: 'none' };
   if (!first.batchable) return first.webhook_status === 'active' ? { kind: 'single' } : { kind: 'none' };
   // One webhook object for the whole batch: its retry policy is normalised once (see sendClaimed).
@@ -167,7 +171,7 @@ SELECT c.*, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::
     if (!d.id) continue;
     const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, published: _pub, batch_webhook_id: _w, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
-      not_due: _n, signing_secrets: _g, ...row } = d;
+      not_due: _n, signing_secrets: _g, head: _h, ...row } = d;
     claims.push({
       row,
       attempt: row.attempts,
