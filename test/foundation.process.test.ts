@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -90,6 +90,64 @@ describe('npm start on an embedded PostgreSQL', () => {
     second.child.kill('SIGTERM');
     expect(await exited(second.child)).toBe(0);
   }, 120_000);
+});
+
+describe('npm start and SIGTERM', () => {
+  /** The process and every process under it, from /proc. */
+  const tree = (root: number): number[] => {
+    const children = new Map<number, number[]>();
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    const out: number[] = [];
+    for (const queue = [root]; queue.length; ) {
+      const pid = queue.shift()!;
+      out.push(pid);
+      queue.push(...(children.get(pid) ?? []));
+    }
+    return out;
+  };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('SIGTERM to npm itself (as a container platform signals its first process) stops the service and its PostgreSQL within 8 s', async () => {
+    const dataDir = path.join(dir, 'npm-data');
+    const port = await freePort();
+    // npm runs the script through sh: without `exec` in it, sh dies of the signal and the service
+    // is left running, orphaned.
+    const npm = spawn('npm', ['start'], {
+      env: serviceEnv({ DATA_DIR: dataDir, PORT: String(port), SMTP_PORT: '0', DATABASE_URL: '', HOST: '127.0.0.1' }),
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    let pids: number[] = [];
+    try {
+      await waitHealthy(port, npm);
+      pids = tree(npm.pid!);
+      // npm, the tsx launcher, the service and the embedded PostgreSQL's processes.
+      expect(pids.length).toBeGreaterThanOrEqual(4);
+      const signalled = Date.now();
+      npm.kill('SIGTERM');
+      while (pids.some(alive) && Date.now() - signalled < 8_000) await new Promise((r) => setTimeout(r, 50));
+      expect(pids.filter(alive)).toEqual([]);
+      expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+    } finally {
+      // Whatever is left, orphaned or not.
+      for (const pid of new Set([...pids, ...tree(npm.pid!)])) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+  }, 90_000);
 });
 
 describe('process exit', () => {
