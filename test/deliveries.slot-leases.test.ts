@@ -43,11 +43,16 @@ describe('slot leases', () => {
     await receiver.close();
   });
 
-  it("slots leased by another runner's drain are not used: the deliveries wait, then go out once that lease is gone", async () => {
+  /**
+   * A webhook (maxInFlight 2) whose both slots another runner's drain holds, and three deliveries
+   * whose jobs ran and found no free slot: the webhook's hand-off job came back for later, naming
+   * the first waiting delivery (the drain it starts claims the others with it), and no delivery's
+   * own job is left.
+   */
+  const slotsHeldElsewhere = async () => {
     const receiver = await startReceiver();
     const { projectId } = await app.project('pro');
     const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2 });
-    // Another runner's drain holds both slots for a while.
     const other = newId('lse');
     await app.rt.db.pool.query(
       `INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at) VALUES ($1, $2, $3, 2, now() + interval '1 hour')`,
@@ -55,9 +60,6 @@ describe('slot leases', () => {
     );
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
-    // Their jobs ran and found no free slot: the webhook's hand-off job came back for later,
-    // naming the first waiting delivery (the drain it starts claims the others with it); no
-    // delivery's job is left, none is locked, and nothing was sent.
     await waitFor(
       async () =>
         (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1 AND payload->>'deliveryId' = $2 AND run_at > now() - interval '1 second'`, [`hand:${wh.id}`, ids[0]])) === 1 &&
@@ -66,6 +68,11 @@ describe('slot leases', () => {
           : null,
       10_000,
     );
+    return { receiver, wh, other, ids };
+  };
+
+  it("slots leased by another runner's drain are not used: the deliveries wait, then go out once that lease is gone", async () => {
+    const { receiver, wh, other, ids } = await slotsHeldElsewhere();
     expect(receiver.received).toHaveLength(0);
     expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1::text[]) AND status = 'queued'`, [ids])).toBe(3);
     await app.rt.db.pool.query(`DELETE FROM webhook_slot_leases WHERE id = $1`, [other]);
@@ -75,24 +82,7 @@ describe('slot leases', () => {
   });
 
   it("the drain holding every slot takes the delivery the waiting jobs' hand-off names: the others still have a job and go out at once", async () => {
-    const receiver = await startReceiver();
-    const { projectId } = await app.project('pro');
-    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2 });
-    const other = newId('lse');
-    await app.rt.db.pool.query(
-      `INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at) VALUES ($1, $2, $3, 2, now() + interval '1 hour')`,
-      [other, projectId, wh.id],
-    );
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }))).deliveryId);
-    await waitFor(
-      async () =>
-        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1 AND payload->>'deliveryId' = $2`, [`hand:${wh.id}`, ids[0]])) === 1 &&
-        (await count(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY($1::text[])`, [ids.map((id) => `del:${id}`)])) === 0
-          ? true
-          : null,
-      10_000,
-    );
+    const { receiver, wh, other, ids } = await slotsHeldElsewhere();
     // The other runner's drain claims the first one (deleting that delivery's jobs), delivers it, and ends.
     const claim = await claimDeliveryBatch(app.rt.db.pool, wh.id, [ids[0]], 1, 128, other);
     expect(claim.kind === 'claimed' && claim.claims.map((c) => c.row.id)).toEqual([ids[0]]);
