@@ -56,12 +56,13 @@ export class Drain {
   /** The runner is shutting down: claim nothing more, and what waits for a slot goes back to wait for another runner. */
   stopping = false;
 
-  /** Takes deliveries handed over by ingest (offer): false once its loop ended (it claims nothing more). */
+  /** Takes deliveries handed over by ingest (offer): false once its loop ended or the runner stops (it claims nothing more). */
   accepting = true;
   private onStop: (() => void) | null = null;
 
   stop(): void {
     this.stopping = true;
+    this.accepting = false;
     this.onStop?.();
     this.wake();
   }

@@ -62,7 +62,7 @@ export function drainRunning(engine: DeliveryEngine, webhookId: string): boolean
 
 function takingHandOvers(engine: DeliveryEngine, webhookId: string): Drain | null {
   const drain = engine.drains.get(webhookId);
-  return drain && drain.accepting && !drain.stopping ? drain : null;
+  return drain?.accepting ? drain : null;
 }
 
 /**

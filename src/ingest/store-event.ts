@@ -181,7 +181,7 @@ function buildStatement(shape: StatementShape): IngestStatement {
   const job = delivery && shape.job;
   const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}${delivery && !job ? '_nojob' : ''}`;
   // PostgreSQL keeps 63 characters of a statement name: the longest shapes say less.
-  const name = full.length <= 63 ? full : full.replace('_insert_event_and_delivery_within', '_event_delivery').replace('_insert_event_and_delivery', '_event_delivery');
+  const name = full.length <= 63 ? full : full.replace(/_insert_event_and_delivery(_within)?/, '_event_delivery');
   const params = new NamedParams();
   const p = params;
   const ctes: string[] = [];
