@@ -70,6 +70,27 @@ describe('deliveryUpdated listeners', () => {
     await receiver.close();
   });
 
+  it('a one-at-a-time claim (strict FIFO) notifies a subscriber the same way, from the updated row', async () => {
+    const receiver = await startReceiver();
+    const { apiKey, projectId } = await app.project('pro');
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { deliveryMode: 'strict_fifo' });
+    const seen: { id: string; status: string; attempts: number }[] = [];
+    const client = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${apiKey}` } });
+    client.subscribe(
+      { query: `subscription { deliveryUpdated { id status attempts } }` },
+      { next: (v) => seen.push((v.data as any).deliveryUpdated), error: () => {}, complete: () => {} },
+    );
+    await waitFor(async () => (await rows(projectId)) === 1 || null, 10_000);
+    const { deliveryId } = await enqueueFixtureEvent(app.rt, wh, '{"fifo":1}');
+    await waitFor(() => seen.some((d) => d.id === deliveryId && d.status === 'succeeded') || null, 10_000);
+    expect(seen.filter((d) => d.id === deliveryId)).toEqual([
+      { id: deliveryId, status: 'delivering', attempts: 1 },
+      { id: deliveryId, status: 'succeeded', attempts: 1 },
+    ]);
+    await client.dispose();
+    await receiver.close();
+  });
+
   it('two subscriptions of one project in one process share a row, kept until the last ends; the sweeper removes the rows of dead processes', async () => {
     const { apiKey, projectId } = await app.project('pro');
     const open = () => {

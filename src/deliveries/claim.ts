@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import { deliveryView, type DeliveryRow } from './delivery-view.ts';
+import type { DeliveryRow } from './delivery-view.ts';
 import { deliveryListenedSql } from './listeners.ts';
-import { deliveryNotification, NOTIFY_CHANNEL } from './notify.ts';
+import { deliveryNotificationSql, NOTIFY_CHANNEL } from './notify.ts';
 import { leasedSlotsSql } from './slot-lease.ts';
 
 /** Extra time on top of the webhook's timeout before an attempt counts as lost (runner died). */
@@ -131,7 +131,6 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
   // under a lease (slot_lease) takes a slot of its own, the dead drain's lease running out.
   // Taking it last keeps the webhook row locked for one statement and an unflushed commit.
   const keepsSlot = !!underLease || (lostPrevious && !d.slot_lease);
-  const view = deliveryView({ ...d, status: 'delivering', attempts: attempt, next_attempt_at: null, completed_at: null });
   const updated = await client.query(
     `WITH cand AS (
        SELECT id FROM deliveries WHERE id = $1 AND status = $6 AND attempts = $7 FOR UPDATE
@@ -140,17 +139,18 @@ export async function claimDelivery(client: pg.Pool | pg.PoolClient, deliveryId:
         WHERE id = $4 AND NOT $5::bool AND in_flight < max_in_flight - ${leasedSlotsSql('$4')} AND EXISTS (SELECT 1 FROM cand) RETURNING 1
      ), upd AS (
        UPDATE deliveries SET status = 'delivering', attempts = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000),
-              next_attempt_at = NULL, throttle_slot_at = NULL, slot_lease = $10, updated_at = now()
+              next_attempt_at = NULL, throttle_slot_at = NULL, slot_lease = $9, updated_at = now()
         WHERE id IN (SELECT id FROM cand) AND ($5::bool OR EXISTS (SELECT 1 FROM slot)) RETURNING *
      ), handed AS (
        -- Taken over under a lease from a one-at-a-time attempt: that attempt's in_flight slot is given back.
-       UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) WHERE id = $4 AND $11::bool AND EXISTS (SELECT 1 FROM upd)
+       UPDATE webhooks SET in_flight = GREATEST(in_flight - 1, 0) WHERE id = $4 AND $10::bool AND EXISTS (SELECT 1 FROM upd)
      ), n AS (
-       SELECT pg_notify($8, $9) FROM upd WHERE ${deliveryListenedSql('upd.project_id')}
+       -- deliveryUpdated ('delivering'), when someone listens (listeners.ts): computed from the updated row, as the batch claim does.
+       SELECT pg_notify($8, ${deliveryNotificationSql('upd')}) FROM upd WHERE ${deliveryListenedSql('upd.project_id')}
      )
      SELECT u.*, (SELECT count(*) FROM cand)::int AS cand_count, (SELECT count(*) FROM n)::int AS notified
        FROM (SELECT 1) AS one LEFT JOIN upd u ON true`,
-    [d.id, attempt, leaseMs, d.webhook_id, keepsSlot, d.status, d.attempts, NOTIFY_CHANNEL, deliveryNotification(view), underLease ?? null, !!underLease && lostPrevious && !d.slot_lease],
+    [d.id, attempt, leaseMs, d.webhook_id, keepsSlot, d.status, d.attempts, NOTIFY_CHANNEL, underLease ?? null, !!underLease && lostPrevious && !d.slot_lease],
   );
   const result = updated.rows[0];
   if (!result?.id) {

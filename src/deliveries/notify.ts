@@ -1,24 +1,18 @@
 import type { Runtime } from '../runtime.ts';
-import { deliveryView, type DeliveryView } from './delivery-view.ts';
+import { deliveryView } from './delivery-view.ts';
 
 export const deliveryTopic = (projectId: string) => `delivery:${projectId}`;
 export const NOTIFY_CHANNEL = 'app_events';
-
-/** The NOTIFY text for a delivery change; sent inside the transaction that made the change. */
-export function deliveryNotification(view: DeliveryView): string {
-  const text = JSON.stringify({ t: deliveryTopic(view.projectId), p: view });
-  // Oversized payloads travel as a reference that receivers load once (see PgPubSub.onRef).
-  return Buffer.byteLength(text) > 7_500 ? JSON.stringify({ t: deliveryTopic(view.projectId), r: view.id }) : text;
-}
 
 /** SQL: an ISO 8601 UTC timestamp as Date.toISOString writes it, from a `timestamp(3)` column (UTC wall time). */
 const isoSql = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * SQL: deliveryNotification(deliveryView(row)) computed by PostgreSQL for the `deliveries` row
- * aliased `a`, so a statement that changes deliveries can notify in itself (the batch claim)
- * rather than in a second round trip. Keep it equal to deliveryView and publicDestination: a test
- * compares the two (deliveries.notification-sql.test.ts).
+ * SQL: the NOTIFY text of a delivery change, `{"t": "delivery:<project>", "p": deliveryView(row)}`,
+ * computed by PostgreSQL for the `deliveries` row aliased `a`, so the statement that changes
+ * deliveries (the claims, the result) notifies in itself, within its transaction. Oversized, it
+ * travels as a reference (`"r": id`) that receivers load once (PgPubSub.onRef). Keep it equal to
+ * deliveryView and publicDestination: a test compares the two (deliveries.notification-sql.test.ts).
  */
 export const deliveryNotificationSql = (a: string) => `(
   SELECT CASE WHEN octet_length(x.t) > 7500 THEN json_build_object('t', 'delivery:' || ${a}.project_id, 'r', ${a}.id)::text ELSE x.t END
