@@ -39,7 +39,7 @@ const PUBLIC = [
   '^src/conversations/graphql\\.ts$',
   '^src/files/(service|store|graphql|orphans)\\.ts$',
   '^src/automations/(service|run|graphql|limits)\\.ts$',
-  '^src/metrics/(service|sketch|backlog|graphql|rollup)\\.ts$',
+  '^src/metrics/(service|sketch|backlog|graphql|rollup|ingest-counts)\\.ts$',
   '^src/drains/(service|send|graphql)\\.ts$',
   '^src/alerts/(rules|evaluate|graphql)\\.ts$',
   '^src/users/service\\.ts$',

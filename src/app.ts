@@ -21,6 +21,7 @@ import { startDeliverySweeper } from './deliveries/sweep.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
 import { jobStartDelay, watchDatabase } from './prom.ts';
 import { startMetricsServer } from './http/metrics.ts';
+import { flushIngestCounts } from './metrics/ingest-counts.ts';
 import { startDrainScheduler } from './drains/send.ts';
 
 async function watchKeyRevocations(rt: Runtime) {
@@ -238,6 +239,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // (retried, never lost), and the pools below are closed regardless.
         await within(runner?.stop(), RUNNER_STOP_MS, 'the job runner');
         await engine?.rollups?.stop();
+        await flushIngestCounts(rt);
         await engine?.senders.close();
         closeFileStore(config);
         await pubsub.close();

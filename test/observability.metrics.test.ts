@@ -46,11 +46,11 @@ describe('metrics and backlog', () => {
       return body.items.length === 8 && body.items.every((d: any) => d.status === 'succeeded' || d.status === 'failed') ? body.items : null;
     }, 20_000);
 
-    // Results reach the roll-ups within a second (each runner writes them once a second).
+    // Results and ingested events reach the roll-ups within a second (each process writes its counts once a second).
     const res = (await waitFor(async () => {
       const r = await app.api(apiKey, 'GET', `/v1/webhooks/${wh.id}/metrics?window=1h`);
       // The sums and the latency sketch are read by two statements at once: wait for both to show the last flush.
-      return r.status !== 200 || (r.body.totals.attempts >= 12 && r.body.latencyMs.p50 !== null) ? r : null;
+      return r.status !== 200 || (r.body.totals.attempts >= 12 && r.body.totals.ingested >= 8 && r.body.latencyMs.p50 !== null) ? r : null;
     }, 10_000))!;
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const m = res.body;

@@ -42,14 +42,18 @@ function newDelivery() {
   return { id: newId('del'), destinationId: null, destination: { type: 'webhook', config: { url: 'http://127.0.0.1:9/' } }, status: 'queued' as const, runAt: null };
 }
 
-/** Runs storeEvent `n` times on one connection, each in a transaction rolled back, counting the statements it sends. */
+/**
+ * Runs storeEvent `n` times on one connection, each in a transaction rolled back, counting the
+ * statements it sends (in a caller's transaction the statement also counts the event in the
+ * metrics roll-ups: its `_counted` shape).
+ */
 async function storeOnOneConnection(projectId: string, webhookId: string, n: number) {
   const project = await app.rt.db.prisma.project.findUniqueOrThrow({ where: { id: projectId } });
   const webhook = await app.rt.db.prisma.webhook.findUniqueOrThrow({ where: { id: webhookId } });
   const client = await app.rt.db.pool.connect();
   // The connection may have run the statement before (pool): count this call's executions only.
   const plans = async () =>
-    (await client.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'ingest_insert_event_within_quotas'`)).rows[0] ?? { generic_plans: 0, custom_plans: 0 };
+    (await client.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'ingest_insert_event_within_quotas_counted'`)).rows[0] ?? { generic_plans: 0, custom_plans: 0 };
   try {
     const before = await plans();
     const sent: string[] = [];
@@ -89,7 +93,7 @@ describe('ingest quota statement', () => {
     for (const quota of ['backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) await setProjectQuota(app.rt, projectId, quota, '900');
     const wh = await createWebhookRow(app.rt, projectId);
     const { sent, plans } = await storeOnOneConnection(projectId, wh.id, 10);
-    expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas'));
+    expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas_counted'));
     // PostgreSQL plans the first five executions for their values, then keeps the generic plan
     // when it is no dearer: here it must, every later execution reuses it.
     expect(plans.custom).toBeLessThanOrEqual(5);
@@ -101,7 +105,7 @@ describe('ingest quota statement', () => {
     await setProjectQuota(app.rt, projectId, 'ingest_rate', '1000000000');
     const wh = await createWebhookRow(app.rt, projectId, { ingest_rate: 100_000_000, backlog_depth: 900, stored_payload_bytes: 900 });
     const { sent, plans } = await storeOnOneConnection(projectId, wh.id, 10);
-    expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas'));
+    expect(sent).toEqual(Array(10).fill('ingest_insert_event_within_quotas_counted'));
     expect(plans.custom).toBeLessThanOrEqual(5);
     expect(plans.generic).toBe(10 - plans.custom);
   });
@@ -111,10 +115,10 @@ describe('ingest quota statement', () => {
     for (const quota of ['ingest_rate', 'backlog_depth', 'stored_payload_bytes', 'monthly_deliveries']) await setProjectQuota(app.rt, projectId, quota, '1000000000');
     const wh = await createWebhookRow(app.rt, projectId);
     const { sent } = await storeOnOneConnection(projectId, wh.id, 10);
-    expect(sent[0]).toBe('ingest_insert_event_within_quotas');
-    expect(new Set(sent)).toEqual(new Set(['ingest_insert_event_within_quotas', 'ingest_insert_event_within_rate']));
+    expect(sent[0]).toBe('ingest_insert_event_within_quotas_counted');
+    expect(new Set(sent)).toEqual(new Set(['ingest_insert_event_within_quotas_counted', 'ingest_insert_event_within_rate_counted']));
     // Ten requests take far less than 250 ms, unless the machine stalls: most skip the reads.
-    expect(sent.filter((n) => n === 'ingest_insert_event_within_rate').length).toBeGreaterThanOrEqual(5);
+    expect(sent.filter((n) => n === 'ingest_insert_event_within_rate_counted').length).toBeGreaterThanOrEqual(5);
   });
 
   it('reads the counters on every request once they near a limit, and refuses exactly there', async () => {
@@ -132,7 +136,7 @@ describe('ingest quota statement', () => {
     const { projectId } = await app.project('free');
     const wh = await createWebhookRow(app.rt, projectId);
     const { sent } = await storeOnOneConnection(projectId, wh.id, 2);
-    expect(sent).toEqual(['quota_lock', 'ingest_insert_event_within_quotas', 'quota_lock', 'ingest_insert_event_within_quotas']);
+    expect(sent).toEqual(['quota_lock', 'ingest_insert_event_within_quotas_counted', 'quota_lock', 'ingest_insert_event_within_quotas_counted']);
   });
 
   it('stores nothing and counts nothing when a check refuses', async () => {

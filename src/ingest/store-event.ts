@@ -9,6 +9,7 @@ import { inTransaction } from '../db/client.ts';
 import { insertDeliveryCtes } from '../deliveries/enqueue.ts';
 import { ATTEMPT_TASK } from '../deliveries/job.ts';
 import { fileRowsCte, fileRowsValues } from '../files/service.ts';
+import { ingestCounts, ingestedCountCte } from '../metrics/ingest-counts.ts';
 import { FILE_STORAGE_FITS, fileStorageCheck, fileStorageCheckCte, fileStorageCountCte, fileStorageCountValues, type FileStorageRow } from '../projects/quotas/file-storage.ts';
 
 /** An event row as ingest writes it: the inbound event, with its ids and retention. */
@@ -168,6 +169,8 @@ interface StatementShape {
   idempotent: boolean;
   /** Files recorded with the event: none, counted, or checked against file_storage_bytes and counted. */
   files: 'none' | 'count' | 'checked';
+  /** The event counted in the metrics roll-ups by the statement (in a caller's transaction), rather than by this process once committed. */
+  counted: boolean;
 }
 
 /**
@@ -177,11 +180,12 @@ interface StatementShape {
  * file rows and their bytes follow the event insert. The whole of an ingest is this statement.
  */
 function buildStatement(shape: StatementShape): IngestStatement {
-  const { quotas, delivery, dedupe, files, idempotent } = shape;
+  const { quotas, delivery, dedupe, files, idempotent, counted } = shape;
   const job = delivery && shape.job;
-  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}${delivery && !job ? '_nojob' : ''}`;
+  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}${delivery && !job ? '_nojob' : ''}${counted ? '_counted' : ''}`;
   // PostgreSQL keeps 63 characters of a statement name: the longest shapes say less.
   const name = full.length <= 63 ? full : full.replace(/_insert_event_and_delivery(_within)?/, '_event_delivery');
+  if (name.length > 63) throw new Error(`ingest statement name too long: ${name}`);
   const params = new NamedParams();
   const p = params;
   const ctes: string[] = [];
@@ -191,6 +195,7 @@ function buildStatement(shape: StatementShape): IngestStatement {
   if (quotas !== 'none') ctes.push(ingestRateHitCte(STORED));
   if (delivery) ctes.push(deliveryCtes(p, job));
   if (files !== 'none') ctes.push(fileRowsCte(p, STORED), fileStorageCountCte(p, STORED));
+  if (counted) ctes.push(ingestedCountCte('counted', STORED));
   const columns = [
     ...(quotas === 'none' ? [] : ['ingest_quota.admitted', 'ingest_quota.usage']),
     `EXISTS (SELECT FROM ${STORED}) AS stored`,
@@ -208,7 +213,7 @@ const statements = new Map<string, IngestStatement>();
 
 /** The statement of a shape, built once (its text stays the same, so the prepared statement keeps its plan). */
 function statementFor(shape: StatementShape): IngestStatement {
-  const key = `${shape.quotas} ${shape.delivery} ${shape.job} ${shape.dedupe} ${shape.files} ${shape.idempotent}`;
+  const key = `${shape.quotas} ${shape.delivery} ${shape.job} ${shape.dedupe} ${shape.files} ${shape.idempotent} ${shape.counted}`;
   let s = statements.get(key);
   if (!s) statements.set(key, (s = buildStatement(shape)));
   return s;
@@ -283,9 +288,12 @@ function deliveryValues(d: IngestDelivery): Record<string, unknown> {
  * commits on its own; only where small rate limits must be exact (their lock is held to the
  * end of a transaction), or where a key and a dedupe id are both claimed, does it open a
  * transaction here. In the caller's transaction: when it throws, roll back.
+ *
+ * A stored event counts in its webhook's metrics (`ingested`): in the caller's transaction, by the
+ * statement itself; else by this process once committed (src/metrics/ingest-counts.ts).
  */
 export async function storeEvent(
-  rt: Pick<Runtime, 'config'>,
+  rt: Pick<Runtime, 'config' | 'db'>,
   db: pg.Pool | pg.PoolClient,
   event: NewEvent,
   quotas: { project: ProjectQuotaSource; webhook: WebhookQuotaSource },
@@ -310,6 +318,7 @@ export async function storeEvent(
     dedupe: dedupeValues !== null,
     idempotent: key !== null,
     files: files ? (fileCheck ? 'checked' : 'count') : 'none',
+    counted: isPoolClient(db),
   });
   if (files) {
     Object.assign(values, fileRowsValues(files), fileCheck?.values ?? fileStorageCountValues({ projectId: quotas.project.id, webhookId: quotas.webhook.id, bytes: fileBytes }));
@@ -370,13 +379,17 @@ export async function storeEvent(
   // first, as everywhere). A key and a dedupe id claimed together: one transaction, so a key
   // claimed for an event the dedupe then refused points at the dedupe's answer before anyone sees it.
   const both = key !== null && dedupeValues !== null;
-  if (!check?.exact && !fileCheck?.exact && !both) return run(db);
   const locked = async (client: pg.PoolClient) => {
     if (check?.exact) await check.lock(client);
     if (fileCheck?.exact) await fileCheck.lock(client);
     return run(client);
   };
-  return isPoolClient(db) ? locked(db) : inTransaction(db, locked);
+  // In the caller's transaction the statement counts the event (it commits, or not, with it); else
+  // this process does, once the statement (or the transaction here) committed (ingest-counts.ts).
+  if (isPoolClient(db)) return check?.exact || fileCheck?.exact || both ? locked(db) : run(db);
+  const duplicate = !check?.exact && !fileCheck?.exact && !both ? await run(db) : await inTransaction(db, locked);
+  if (!duplicate) ingestCounts(rt).add(event.webhookId, event.projectId);
+  return duplicate;
 }
 
 interface KeyHolder extends DuplicateOf {
