@@ -3,11 +3,13 @@ import type { Runtime } from '../runtime.ts';
 import { ROLLUP_SIZES, writeRollup } from './rollup.ts';
 
 /**
- * The shard rows ingest counts go to: 9 + this process's pid mod 16 (results go into shard 8,
- * src/metrics/rollup.ts; rows of shards 0-7 written by older versions still count, since every
- * reader sums a bucket's shards). Two processes flushing at once seldom share a row.
+ * The shard rows a process's once-a-second writes go to: 25 + its pid mod 16. Ingest statements
+ * in a caller's transaction count into 9 + their connection's backend pid mod 16
+ * (ingestedCountCte), results into shard 8 (src/metrics/rollup.ts); every reader sums a bucket's
+ * shards. Apart, so that a flush (one statement, its rows locked in key order) never waits on a
+ * transaction holding rows of several webhooks (a mail to several), which could deadlock.
  */
-const SHARD = 9 + (process.pid % 16);
+const SHARD = 25 + (process.pid % 16);
 
 interface Count {
   webhook_id: string;
@@ -91,13 +93,13 @@ export async function flushIngestCounts(rt: Pick<Runtime, 'db'>): Promise<void> 
 
 /**
  * A CTE of the ingest statement (store-event.ts) counting the events its `stored` CTE inserted,
- * for an event stored in a caller's transaction: counted exactly when that commits. The same
- * rows as IngestCounter's, at the transaction's time.
+ * for an event stored in a caller's transaction: counted exactly when that commits, into its
+ * connection's shard (as the trigger before it did: two transactions seldom share a row).
  */
 export function ingestedCountCte(name: string, stored: string): string {
   return `${name} AS (
   INSERT INTO webhook_metric_buckets AS b (webhook_id, size, bucket_start, shard, project_id, ingested)
-  SELECT s.webhook_id, z.size, metrics_bucket(now(), z.size), ${SHARD}, s.project_id, 1
+  SELECT s.webhook_id, z.size, metrics_bucket(now(), z.size), 9 + pg_backend_pid() % 16, s.project_id, 1
     FROM ${stored} s CROSS JOIN unnest(ARRAY[${ROLLUP_SIZES.join(', ')}]) AS z(size) ORDER BY z.size
   ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET ingested = b.ingested + 1
 )`;
