@@ -52,8 +52,8 @@ export class IngestCounter {
     }
   }
 
-  /** Writes what was counted (one statement); waits for a flush under way. */
-  async flush(): Promise<void> {
+  /** Writes what was counted (one statement); waits for a flush under way. `final`: one try (at shutdown: see writeRollup). */
+  async flush(final = false): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     while (this.flushing) await this.flushing;
@@ -61,17 +61,19 @@ export class IngestCounter {
     // The conflict key's order in every process: two flushes lock shared rows in one order (no deadlock).
     const counts = [...this.counts.values()].sort((x, y) => (x.webhook_id < y.webhook_id ? -1 : x.webhook_id > y.webhook_id ? 1 : x.size - y.size || (x.bucket_start < y.bucket_start ? -1 : 1)));
     this.counts = new Map();
-    this.flushing = writeRollup(() =>
-      this.db.query({
-        name: 'metrics_ingested_flush',
-        text: `INSERT INTO webhook_metric_buckets AS b (webhook_id, size, bucket_start, shard, project_id, ingested)
-               SELECT r.webhook_id, r.size, r.bucket_start, $2, r.project_id, r.n
-                 FROM json_to_recordset($1::json) AS r(webhook_id text, project_id text, size int, bucket_start timestamptz, n int)
-                 JOIN webhooks w ON w.id = r.webhook_id
-                ORDER BY r.webhook_id, r.size, r.bucket_start
-               ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET ingested = b.ingested + excluded.ingested`,
-        values: [JSON.stringify(counts), SHARD],
-      }),
+    this.flushing = writeRollup(
+      () =>
+        this.db.query({
+          name: 'metrics_ingested_flush',
+          text: `INSERT INTO webhook_metric_buckets AS b (webhook_id, size, bucket_start, shard, project_id, ingested)
+                 SELECT r.webhook_id, r.size, r.bucket_start, $2, r.project_id, r.n
+                   FROM json_to_recordset($1::json) AS r(webhook_id text, project_id text, size int, bucket_start timestamptz, n int)
+                   JOIN webhooks w ON w.id = r.webhook_id
+                  ORDER BY r.webhook_id, r.size, r.bucket_start
+                 ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET ingested = b.ingested + excluded.ingested`,
+          values: [JSON.stringify(counts), SHARD],
+        }),
+      final,
     ).finally(() => (this.flushing = undefined));
     return this.flushing;
   }
@@ -86,9 +88,9 @@ export function ingestCounts(rt: Pick<Runtime, 'db'>): IngestCounter {
   return c;
 }
 
-/** Writes this runtime's counts now (at shutdown, before the pools close). */
+/** Writes this runtime's counts now (at shutdown, before the pools close: one try). */
 export async function flushIngestCounts(rt: Pick<Runtime, 'db'>): Promise<void> {
-  await counters.get(rt.db)?.flush();
+  await counters.get(rt.db)?.flush(true);
 }
 
 /**

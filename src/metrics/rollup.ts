@@ -107,8 +107,8 @@ export class RollupWriter {
     this.timer ??= setTimeout(() => void this.flush(), this.intervalMs);
   }
 
-  /** Writes what was gathered (one statement); waits for a flush under way. */
-  async flush(): Promise<void> {
+  /** Writes what was gathered (one statement); waits for a flush under way. `final`: one try (see writeRollup). */
+  async flush(final = false): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     while (this.flushing) await this.flushing;
@@ -117,62 +117,66 @@ export class RollupWriter {
     const streaks = [...this.streaks.values()].sort((x, y) => (x.webhook_id < y.webhook_id ? -1 : 1));
     this.buckets = new Map();
     this.streaks = new Map();
-    this.flushing = this.write(buckets, streaks).finally(() => (this.flushing = undefined));
+    this.flushing = this.write(buckets, streaks, final).finally(() => (this.flushing = undefined));
     return this.flushing;
   }
 
-  private write(buckets: Bucket[], streaks: Streak[]): Promise<void> {
-    return writeRollup(() =>
-      this.db.query({
-        name: 'metrics_rollup_flush',
-        text: `WITH b AS (
-                 INSERT INTO webhook_metric_buckets AS m (webhook_id, size, bucket_start, shard, project_id, succeeded, failed, attempts, retries,
-                                                         status_2xx, status_3xx, status_4xx, status_5xx, network, timeout, latency)
-                 SELECT r.webhook_id, r.size, r.bucket_start, 8, r.project_id, r.succeeded, r.failed, r.attempts, r.retries, r.s2, r.s3, r.s4, r.s5, r.net, r.tmo, r.latency
-                   FROM json_to_recordset($1::json) AS r(webhook_id text, project_id text, size int, bucket_start timestamptz, succeeded int, failed int, attempts int,
-                        retries int, s2 int, s3 int, s4 int, s5 int, net int, tmo int, latency jsonb)
+  private write(buckets: Bucket[], streaks: Streak[], final: boolean): Promise<void> {
+    return writeRollup(
+      () =>
+        this.db.query({
+          name: 'metrics_rollup_flush',
+          text: `WITH b AS (
+                   INSERT INTO webhook_metric_buckets AS m (webhook_id, size, bucket_start, shard, project_id, succeeded, failed, attempts, retries,
+                                                           status_2xx, status_3xx, status_4xx, status_5xx, network, timeout, latency)
+                   SELECT r.webhook_id, r.size, r.bucket_start, 8, r.project_id, r.succeeded, r.failed, r.attempts, r.retries, r.s2, r.s3, r.s4, r.s5, r.net, r.tmo, r.latency
+                     FROM json_to_recordset($1::json) AS r(webhook_id text, project_id text, size int, bucket_start timestamptz, succeeded int, failed int, attempts int,
+                          retries int, s2 int, s3 int, s4 int, s5 int, net int, tmo int, latency jsonb)
+                     JOIN webhooks w ON w.id = r.webhook_id
+                    -- The conflict key's order in every runner: two flushes lock shared rows in one order (no deadlock).
+                    ORDER BY r.webhook_id, r.size, r.bucket_start
+                   ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET
+                     succeeded = m.succeeded + excluded.succeeded, failed = m.failed + excluded.failed, attempts = m.attempts + excluded.attempts,
+                     retries = m.retries + excluded.retries, status_2xx = m.status_2xx + excluded.status_2xx, status_3xx = m.status_3xx + excluded.status_3xx,
+                     status_4xx = m.status_4xx + excluded.status_4xx, status_5xx = m.status_5xx + excluded.status_5xx,
+                     network = m.network + excluded.network, timeout = m.timeout + excluded.timeout,
+                     latency = metrics_histogram_add(m.latency, excluded.latency)
+                   RETURNING 1
+                 )
+                 -- A streak that restarted (a success was seen) travels as -(failures + 1) and is stored so;
+                 -- readers decode a negative v as -v - 1 (STREAK_SQL).
+                 INSERT INTO webhook_failure_streaks AS s (webhook_id, project_id, streak, updated_at)
+                 SELECT r.webhook_id, r.project_id, CASE WHEN r.reset THEN -r.failures - 1 ELSE r.failures END, now()
+                   FROM json_to_recordset($2::json) AS r(webhook_id text, project_id text, reset bool, failures int)
                    JOIN webhooks w ON w.id = r.webhook_id
-                  -- The conflict key's order in every runner: two flushes lock shared rows in one order (no deadlock).
-                  ORDER BY r.webhook_id, r.size, r.bucket_start
-                 ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET
-                   succeeded = m.succeeded + excluded.succeeded, failed = m.failed + excluded.failed, attempts = m.attempts + excluded.attempts,
-                   retries = m.retries + excluded.retries, status_2xx = m.status_2xx + excluded.status_2xx, status_3xx = m.status_3xx + excluded.status_3xx,
-                   status_4xx = m.status_4xx + excluded.status_4xx, status_5xx = m.status_5xx + excluded.status_5xx,
-                   network = m.network + excluded.network, timeout = m.timeout + excluded.timeout,
-                   latency = metrics_histogram_add(m.latency, excluded.latency)
-                 RETURNING 1
-               )
-               -- A streak that restarted (a success was seen) travels as -(failures + 1) and is stored so;
-               -- readers decode a negative v as -v - 1 (STREAK_SQL).
-               INSERT INTO webhook_failure_streaks AS s (webhook_id, project_id, streak, updated_at)
-               SELECT r.webhook_id, r.project_id, CASE WHEN r.reset THEN -r.failures - 1 ELSE r.failures END, now()
-                 FROM json_to_recordset($2::json) AS r(webhook_id text, project_id text, reset bool, failures int)
-                 JOIN webhooks w ON w.id = r.webhook_id
-                ORDER BY r.webhook_id
-               ON CONFLICT (webhook_id) DO UPDATE SET updated_at = now(),
-                 streak = CASE WHEN excluded.streak < 0 THEN excluded.streak ELSE ${STREAK_SQL('s.streak')} + excluded.streak END`,
-        values: [JSON.stringify(buckets), JSON.stringify(streaks)],
-      }),
+                  ORDER BY r.webhook_id
+                 ON CONFLICT (webhook_id) DO UPDATE SET updated_at = now(),
+                   streak = CASE WHEN excluded.streak < 0 THEN excluded.streak ELSE ${STREAK_SQL('s.streak')} + excluded.streak END`,
+          values: [JSON.stringify(buckets), JSON.stringify(streaks)],
+        }),
+      final,
     );
   }
 
   /** Writes what is left (at shutdown). */
   async stop(): Promise<void> {
-    await this.flush();
+    await this.flush(true);
   }
 }
 
 /**
  * Runs a roll-up write, tried again a few times (backing off up to 2 s) while the database is
  * unreachable; past that the counts are lost (logged), never the deliveries or events they count.
+ * `final` (at shutdown): one try, so that a database already going away (Ctrl-C reaches the
+ * embedded PostgreSQL too) does not hold the stop for seconds.
  */
-export async function writeRollup(write: () => Promise<unknown>): Promise<void> {
+export async function writeRollup(write: () => Promise<unknown>, final = false): Promise<void> {
   for (let delay = 100, tries = 0; ; tries++, delay = Math.min(delay * 2, 2_000)) {
     try {
       await write();
       return;
     } catch (err) {
-      if (tries >= 5) {
+      if (final || tries >= 5) {
         log.warn({ err }, 'could not write the metrics roll-ups; these counts are lost');
         return;
       }
