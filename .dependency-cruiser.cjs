@@ -31,7 +31,7 @@ const PUBLIC = [
   '^src/destinations/(service|config|graphql)\\.ts$',
   '^src/destinations/senders/index\\.ts$',
   '^src/destinations/listen/graphql\\.ts$',
-  '^src/deliveries/(job|enqueue|replay|notify|delivery-reads|graphql|engine|batch-run)\\.ts$',
+  '^src/deliveries/(job|enqueue|replay|notify|delivery-reads|graphql|engine|batch-run|listeners)\\.ts$',
   '^src/providers/(index|service|graphql)\\.ts$',
   '^src/ingest/(cron-ingest|channels)\\.ts$',
   '^src/schedules/(service|tick|graphql)\\.ts$',

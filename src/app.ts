@@ -14,7 +14,7 @@ import { startHttpServer, type ExtraRoutes, type HttpServer } from './http/serve
 import { closeFileStore } from './files/store.ts';
 import { log } from './log.ts';
 import type { Runtime } from './runtime.ts';
-import { createDeliveryEngine, drainRunning, handOverToDrain, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
+import { claimForDrain, createDeliveryEngine, drainRunning, handOverToDrain, stopDrains, type DeliveryEngine } from './deliveries/engine.ts';
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
@@ -134,7 +134,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
     engine = createDeliveryEngine(rt);
     const local = engine;
     // Ingest in this process hands due deliveries to the drains running here (no job fetch needed).
-    runners.localDrains = { running: (webhookId) => drainRunning(local, webhookId), offer: (webhookId, deliveryId) => handOverToDrain(local, webhookId, deliveryId) };
+    runners.localDrains = {
+      running: (webhookId) => drainRunning(local, webhookId),
+      offer: (webhookId, deliveryId) => handOverToDrain(local, webhookId, deliveryId),
+      claim: (webhookId, configVersion) => claimForDrain(local, webhookId, configVersion),
+    };
     // Each task observes its job's start delay (relay_job_start_delay_seconds) before it runs.
     const taskList = Object.fromEntries(
       Object.entries(createTaskList(rt, engine)).map(([task, fn]) => [

@@ -31,4 +31,35 @@ export interface RunnerWakeUp {
   handOver(webhookId: string, deliveryId: string): boolean;
   /** Gives a delivery written without a job (see drainRunning) its job after all, and wakes the runners. */
   queueJobless(deliveryId: string): Promise<void>;
+  /**
+   * Reserves, in a drain of the webhook running in this process, the first attempt of a delivery
+   * about to be written, when the drain has room for it now and the webhook's settings as it last
+   * read them at `configVersion` (the version the ingest statement then checks): ingest writes the
+   * delivery claimed (status `delivering`, no job), then starts the attempt or cancels. Null: no
+   * such drain, or not now (the caller hands over or queues as usual).
+   */
+  claimDirect(webhookId: string, configVersion: number): DirectClaim | null;
+}
+
+/** A delivery's first attempt reserved in a drain of this process (RunnerWakeUp.claimDirect). */
+export interface DirectClaim {
+  /** The drain's slot lease, written on the delivery. */
+  leaseId: string;
+  /** How long the claim holds the delivery (its lease_until from the statement's now()). */
+  leaseMs: number;
+  /** The delivery was written, claimed, and committed: its attempt starts. */
+  start(stored: DirectClaimStored): void;
+  /** Nothing was written (refused, a duplicate, an error): the reservation is given back. */
+  cancel(): void;
+}
+
+/** What a directly claimed delivery's attempt needs of what ingest wrote (as a claim would read it). */
+export interface DirectClaimStored {
+  row: { id: string; project_id: string; webhook_id: string; event_id: string; destination: unknown; idempotency_key: string | null };
+  body: Buffer;
+  contentType: string | null;
+  eventHeaders: Record<string, string>;
+  event: { channel: string; method: string | null; path: string | null; query: Record<string, unknown>; receivedAt: Date };
+  /** Someone listens to the project's deliveryUpdated: the drain sends the `delivering` change first. */
+  listened: boolean;
 }

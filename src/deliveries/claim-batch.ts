@@ -17,6 +17,22 @@ export function heldJobsMargin(workerConcurrency: number): number {
   return Math.max(128, 4 * workerConcurrency);
 }
 
+/**
+ * What a drain's attempts need of their webhook beside the delivery (its settings and signing
+ * secrets), as one batch claim read them with the webhook's config_version: ingest in the same
+ * process may claim a new delivery for the drain in its own statement (see DirectClaim in
+ * batch-run.ts) only while the webhook's config_version is still this one, so the attempt starts
+ * with exactly what a claim would read. Every column here raises config_version (migrations
+ * ingest_target_version, direct_claims), and so does every change to the webhook's secrets;
+ * `validUntil` (local clock) is when the first of those secrets expires.
+ */
+export interface DirectClaimConfig {
+  version: number;
+  webhook: ClaimedDelivery['webhook'];
+  signingSecretsEnc: string[];
+  validUntil: number;
+}
+
 export type BatchClaimOutcome =
   /** Claimed: the named deliveries that were due, then the webhook's oldest due ones, up to `max`. */
   | {
@@ -29,6 +45,8 @@ export type BatchClaimOutcome =
       notDue: { id: string; at: Date }[];
       /** Jobs of claimed deliveries deleted before they ran. */
       jobsDeleted: number;
+      /** The webhook as this claim read it: what ingest's direct claims start with (see DirectClaimConfig). */
+      config: DirectClaimConfig;
     }
   /** The webhook is strict FIFO or throttled: one delivery at a time. */
   | { kind: 'single' }
@@ -60,6 +78,20 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
 }
 
 /**
+ * Sends the `delivering` change of a delivery ingest claimed as it wrote it (a direct claim,
+ * batch-run.ts), when someone listens: before its attempt starts, so before its result's change,
+ * as a claim statement sends it on commit. Ingest's own statement does not: a durable commit that
+ * notifies holds PostgreSQL's notification lock until its WAL is flushed (see insertDelivery).
+ */
+export async function announceDirectClaim(client: pg.Pool | pg.PoolClient, deliveryId: string): Promise<void> {
+  await client.query({
+    name: 'announce_direct_claim',
+    text: `SELECT pg_notify('${NOTIFY_CHANNEL}', ${deliveryNotificationSql('d')}) FROM deliveries d WHERE d.id = $1 AND d.status = 'delivering' AND d.attempts = 1`,
+    values: [deliveryId],
+  });
+}
+
+/**
  * Claims, in one statement, up to `max` due deliveries of a webhook under a slot lease of this
  * runner's drain (see slot-lease.ts): the named ones first (the jobs that asked for them), then
  * the webhook's oldest due ones. Only for active webhooks in parallel mode without throttling
@@ -80,11 +112,12 @@ export async function claimDeliveryBatch(
   margin: number,
   leaseId: string,
 ): Promise<BatchClaimOutcome> {
+  const askedAt = Date.now();
   const { rows } = await client.query({
     name: 'claim_delivery_batch',
     text: `
 WITH w AS (
-  SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.timeout_ms,
+  SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.timeout_ms, w.config_version,
          w.retry_policy, w.custom_headers, w.transform,
          (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable,
          ${deliveryListenedSql('w.project_id')} AS listened
@@ -133,14 +166,16 @@ WITH w AS (
 )
 -- What concerns the whole batch (the webhook's settings and secrets, the named deliveries' fate)
 -- comes on one row, the head: the others would only be parsed again and thrown away.
-SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms,
+SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.config_version,
        CASE WHEN h.head THEN w.retry_policy END AS retry_policy, CASE WHEN h.head THEN w.custom_headers END AS custom_headers,
        w.throttle_rate_per_second, CASE WHEN h.head THEN w.transform END AS transform, w.batchable,
        CASE WHEN h.head THEN (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) END AS lost_ids,
        CASE WHEN h.head THEN (SELECT json_agg(json_build_object('id', id, 'at', next_attempt_at)) FROM own
          WHERE status IN ('retrying', 'scheduled') AND next_attempt_at > now()) END AS not_due,
        CASE WHEN h.head THEN (SELECT array_agg(s.secret_enc ORDER BY s.version DESC) FROM webhook_secrets s
-         WHERE s.webhook_id = w.id AND s.kind = 'signing' AND (s.expires_at IS NULL OR s.expires_at > now())) END AS signing_secrets
+         WHERE s.webhook_id = w.id AND s.kind = 'signing' AND (s.expires_at IS NULL OR s.expires_at > now())) END AS signing_secrets,
+       CASE WHEN h.head THEN (SELECT (extract(epoch FROM min(s.expires_at) - now()) * 1000)::float8 FROM webhook_secrets s
+         WHERE s.webhook_id = w.id AND s.kind = 'signing' AND s.expires_at > now()) END AS secrets_expire_in_ms
   FROM w
   LEFT JOIN (
     SELECT u.*, COALESCE(u.dispatch_body, e.body) AS payload, u.dispatch_body IS NOT NULL AS has_dispatch,
@@ -171,7 +206,7 @@ SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT co
     if (!d.id) continue;
     const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, published: _pub, batch_webhook_id: _w, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
-      not_due: _n, signing_secrets: _g, head: _h, ...row } = d;
+      not_due: _n, signing_secrets: _g, head: _h, config_version: _v, secrets_expire_in_ms: _e, ...row } = d;
     claims.push({
       row,
       attempt: row.attempts,
@@ -193,5 +228,6 @@ SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT co
     lost: first.lost_ids ?? [],
     jobsDeleted: first.jobs_deleted ?? 0,
     notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
+    config: { version: first.config_version, webhook, signingSecretsEnc, validUntil: first.secrets_expire_in_ms == null ? Infinity : askedAt + first.secrets_expire_in_ms },
   };
 }

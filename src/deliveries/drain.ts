@@ -1,3 +1,5 @@
+import type { DirectClaim } from '../runtime.ts';
+
 // A drain's bookkeeping on one runner: the deliveries its webhook's jobs name to it, and the
 // slots of its lease (slot-lease.ts) handed from attempt to attempt. The run itself: batch-run.ts.
 
@@ -55,6 +57,12 @@ export class Drain {
 
   /** The runner is shutting down: claim nothing more, and what waits for a slot goes back to wait for another runner. */
   stopping = false;
+
+  /**
+   * Reserves room for a delivery ingest claims for this drain as it writes it (set by its loop:
+   * batch-run.ts), when the webhook is still at `configVersion` as the drain last read it.
+   */
+  direct: ((configVersion: number) => DirectClaim | null) | null = null;
 
   /** Takes deliveries handed over by ingest (offer): false once its loop ended or the runner stops (it claims nothing more). */
   accepting = true;

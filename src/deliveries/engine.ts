@@ -1,7 +1,7 @@
 import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged } from '../db/local-changes.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { RollupWriter } from '../metrics/rollup.ts';
-import type { Runtime } from '../runtime.ts';
+import type { DirectClaim, Runtime } from '../runtime.ts';
 import type { Drain } from './drain.ts';
 import { JobTableVacuum } from './job-table-vacuum.ts';
 import { AttemptRecorder } from './record.ts';
@@ -78,6 +78,14 @@ export function handOverToDrain(engine: DeliveryEngine, webhookId: string, deliv
   const drain = takingHandOvers(engine, webhookId);
   drain?.offer(deliveryId);
   return drain !== null;
+}
+
+/**
+ * Reserves the first attempt of a delivery ingest is about to write, in the webhook's drain here
+ * (RunnerWakeUp.claimDirect; see Drain.direct): null when none runs here, or it has no room now.
+ */
+export function claimForDrain(engine: DeliveryEngine, webhookId: string, configVersion: number): DirectClaim | null {
+  return takingHandOvers(engine, webhookId)?.direct?.(configVersion) ?? null;
 }
 
 /**

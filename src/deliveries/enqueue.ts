@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { newId } from '../ids.ts';
 import { log } from '../log.ts';
+import type { DirectClaim } from '../runtime.ts';
 import { ATTEMPT_TASK, insertAttemptJobRows, requeueAttemptJob } from './job.ts';
 
 export interface NewDelivery {
@@ -34,6 +35,10 @@ export interface DeliveryColumnsSql {
   dispatchBody?: string;
   dispatchContentType?: string;
   dispatchHeaders?: string;
+  /** A delivery claimed as it is written (ingest's direct claim): its first attempt, its claim's lease and slot lease. */
+  attempts?: string;
+  leaseUntil?: string;
+  slotLease?: string;
 }
 
 const DELIVERY_COLUMNS: [keyof DeliveryColumnsSql, string][] = [
@@ -51,6 +56,9 @@ const DELIVERY_COLUMNS: [keyof DeliveryColumnsSql, string][] = [
   ['dispatchBody', 'dispatch_body'],
   ['dispatchContentType', 'dispatch_content_type'],
   ['dispatchHeaders', 'dispatch_headers'],
+  ['attempts', 'attempts'],
+  ['leaseUntil', 'lease_until'],
+  ['slotLease', 'slot_lease'],
 ];
 
 /**
@@ -143,12 +151,20 @@ export class JobRunnerNudge {
   private sending = false;
 
   /** This process's job runner's drains, when it runs one (app.ts): see RunnerWakeUp. */
-  localDrains: { running(webhookId: string): boolean; offer(webhookId: string, deliveryId: string): boolean } | null = null;
+  localDrains: {
+    running(webhookId: string): boolean;
+    offer(webhookId: string, deliveryId: string): boolean;
+    claim(webhookId: string, configVersion: number): DirectClaim | null;
+  } | null = null;
 
   constructor(private readonly pool: pg.Pool) {}
 
   drainRunning(webhookId: string): boolean {
     return this.localDrains?.running(webhookId) ?? false;
+  }
+
+  claimDirect(webhookId: string, configVersion: number): DirectClaim | null {
+    return this.localDrains?.claim(webhookId, configVersion) ?? null;
   }
 
   handOver(webhookId: string, deliveryId: string): boolean {

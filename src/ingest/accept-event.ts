@@ -13,7 +13,7 @@ import { assertStorable } from '../validation.ts';
 import { PUBLIC_ID, type IngestTarget } from './find-ingest-target.ts';
 import { ingestTargets } from './ingest-target-cache.ts';
 import type { InboundEvent } from './inbound-event.ts';
-import { StaleIngestTarget, storeEvent } from './store-event.ts';
+import { StaleIngestTarget, storeEvent, type IngestDelivery } from './store-event.ts';
 
 export interface AcceptedEvent {
   eventId: string;
@@ -181,10 +181,22 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
   const retainFrom = Math.max(Date.now(), runAt?.getTime() ?? 0);
   const payloadExpiresAt = new Date(retainFrom + webhookQuotas(target.project, target).payload_retention_seconds * 1000);
   const status = runAt && runAt.getTime() > Date.now() ? 'scheduled' : 'queued';
-  // A due delivery whose webhook is being drained in this process goes to that drain once
-  // committed: written without a job (no job row written, fetched, completed or deleted).
-  const handOver = !client && status === 'queued' && rt.runners.drainRunning(target.webhookId);
-  const delivery = { id: newId('del'), destinationId: destination.id, destination, status, runAt, idempotencyKey: idempotency?.key ?? null, job: !handOver } as const;
+  // A due delivery whose webhook is being drained in this process goes to that drain: claimed
+  // for it by the statement that writes it, when the drain has room and the webhook's settings
+  // as it read them (claimDirect); else handed to it once committed. Either way it is written
+  // without a job (no job row written, fetched, completed or deleted).
+  const direct = !client && status === 'queued' ? rt.runners.claimDirect(target.webhookId, target.configVersion) : null;
+  const handOver = !direct && !client && status === 'queued' && rt.runners.drainRunning(target.webhookId);
+  const delivery: IngestDelivery = {
+    id: newId('del'),
+    destinationId: destination.id,
+    destination,
+    status: direct ? 'delivering' : status,
+    runAt,
+    idempotencyKey: idempotency?.key ?? null,
+    job: !handOver && !direct,
+    claim: direct ? { leaseId: direct.leaseId, leaseMs: direct.leaseMs } : undefined,
+  };
   const windowSeconds = target.idempotencyWindowSeconds;
   let duplicateOf;
   try {
@@ -198,10 +210,26 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
       idempotency && windowSeconds > 0 ? { key: idempotency.key, fingerprint: idempotency.fingerprint(), windowSeconds } : undefined,
     );
   } catch (e) {
+    direct?.cancel();
     // The webhook was deleted since the lookup.
     throw (e as { code?: unknown } | null)?.code === '23503' ? new NotFound('webhook') : e;
   }
-  if (duplicateOf) return { ...duplicateOf, status: 'duplicate' };
+  if (duplicateOf) {
+    direct?.cancel();
+    return { ...duplicateOf, status: 'duplicate' };
+  }
+  if (direct) {
+    const { receivedAt, listened } = delivery.claim!.stored!;
+    direct.start({
+      row: { id: delivery.id, project_id: target.projectId, webhook_id: target.webhookId, event_id: eventId, destination: JSON.parse(JSON.stringify(destination)), idempotency_key: delivery.idempotencyKey ?? null },
+      body: event.body,
+      contentType: event.contentType,
+      eventHeaders: event.headers as Record<string, string>,
+      event: { channel: event.channel, method: event.method, path: event.path, query: event.query, receivedAt },
+      listened,
+    });
+    return { eventId, deliveryId: delivery.id, status };
+  }
   // In the caller's transaction the job is not visible until it commits: the caller nudges then.
   if (handOver) {
     // The drain ended meanwhile (its time was up): the delivery gets its job after all.

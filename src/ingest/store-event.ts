@@ -7,6 +7,7 @@ import type { Runtime } from '../runtime.ts';
 import { countsTowardIngestRate, type InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
 import { insertDeliveryCtes } from '../deliveries/enqueue.ts';
+import { deliveryListenedSql } from '../deliveries/listeners.ts';
 import { ATTEMPT_TASK } from '../deliveries/job.ts';
 import { fileRowsCte, fileRowsValues } from '../files/service.ts';
 import { ingestCounts, ingestedCountCte } from '../metrics/ingest-counts.ts';
@@ -85,7 +86,7 @@ function eventInsert(p: NamedParams, source?: { from: string; where: string }, d
   return `${keyClaim}${claim}${STORED} AS (
   INSERT INTO events (${EVENT_COLUMNS.join(', ')})
   SELECT ${values}${gates}${afterKey}${dedupe ? ` AND EXISTS (SELECT FROM ${CLAIM})` : ''}
-  RETURNING id, project_id, webhook_id
+  RETURNING id, project_id, webhook_id, received_at
 )`;
 }
 
@@ -118,8 +119,8 @@ export interface IngestDelivery {
   id: string;
   destinationId: string | null;
   destination: unknown;
-  /** `scheduled`: its first attempt waits until runAt. */
-  status: 'queued' | 'scheduled';
+  /** `scheduled`: its first attempt waits until runAt. `delivering`: claimed as it is written (`claim`). */
+  status: 'queued' | 'scheduled' | 'delivering';
   runAt: Date | null;
   /** The producer's idempotency key, shown on the delivery (null: none). */
   idempotencyKey?: string | null;
@@ -128,10 +129,20 @@ export interface IngestDelivery {
    * statement committed (RunnerWakeUp.drainRunning). Default true.
    */
   job?: boolean;
+  /**
+   * Claimed for a drain running in this process as it is written (status `delivering`, without a
+   * job: RunnerWakeUp.claimDirect): its first attempt, under the drain's slot lease, its claim
+   * held `leaseMs`. Once stored, `stored` says when the event was received and whether anyone
+   * listens to the project's deliveryUpdated (the drain then sends its `delivering` change).
+   */
+  claim?: { leaseId: string; leaseMs: number; stored?: { receivedAt: Date; listened: boolean } };
 }
 
-/** The delivery and (with `job`) its graphile-worker job, after the event insert (STORED returns the event's id, project and webhook). */
-const deliveryCtes = (p: NamedParams, job: boolean) =>
+/**
+ * The delivery and (with `job`) its graphile-worker job, after the event insert (STORED returns the
+ * event's id, project and webhook); `claimed`: written as its first attempt's claim (IngestDelivery.claim).
+ */
+const deliveryCtes = (p: NamedParams, job: boolean, claimed: boolean) =>
   insertDeliveryCtes(
     'delivery',
     {
@@ -144,6 +155,9 @@ const deliveryCtes = (p: NamedParams, job: boolean) =>
       status: p.$('delivery_status'),
       nextAttemptAt: p.$('delivery_run_at', 'timestamptz'),
       idempotencyKey: p.$('delivery_idempotency_key', 'text'),
+      ...(claimed
+        ? { attempts: '1', leaseUntil: `now() + make_interval(secs => ${p.$('delivery_lease_ms', 'int')}::float8 / 1000)`, slotLease: p.$('delivery_slot_lease', 'text') }
+        : {}),
     },
     job ? p.$('attempt_task') : null,
     `${STORED} s`,
@@ -163,6 +177,8 @@ interface StatementShape {
   delivery: boolean;
   /** Its job too (see IngestDelivery.job). */
   job: boolean;
+  /** Claimed as it is written, without a job (see IngestDelivery.claim). */
+  claimed: boolean;
   /** The provider's delivery id claimed first (only with the delivery). */
   dedupe: boolean;
   /** The producer's idempotency key claimed first of all (only with the delivery). */
@@ -182,7 +198,8 @@ interface StatementShape {
 function buildStatement(shape: StatementShape): IngestStatement {
   const { quotas, delivery, dedupe, files, idempotent, counted } = shape;
   const job = delivery && shape.job;
-  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}${delivery && !job ? '_nojob' : ''}${counted ? '_counted' : ''}`;
+  const claimed = delivery && !job && shape.claimed;
+  const full = `ingest_insert_event${delivery ? '_and_delivery' : ''}${quotas === 'none' ? '' : `_within_${quotas}`}${idempotent ? '_idem' : ''}${dedupe ? '_dedupe' : ''}${files === 'none' ? '' : `_files_${files}`}${claimed ? '_claimed' : delivery && !job ? '_nojob' : ''}${counted ? '_counted' : ''}`;
   // PostgreSQL keeps 63 characters of a statement name: the longest shapes say less.
   const name = full.length <= 63 ? full : full.replace(/_insert_event_and_delivery(_within)?/, '_event_delivery');
   if (name.length > 63) throw new Error(`ingest statement name too long: ${name}`);
@@ -193,13 +210,14 @@ function buildStatement(shape: StatementShape): IngestStatement {
   if (files === 'checked') ctes.push(fileStorageCheckCte(p));
   ctes.push(eventInsert(p, quotas === 'none' ? undefined : { from: 'ingest_quota', where: 'ingest_quota.admitted' }, dedupe, files === 'checked', idempotent));
   if (quotas !== 'none') ctes.push(ingestRateHitCte(STORED));
-  if (delivery) ctes.push(deliveryCtes(p, job));
+  if (delivery) ctes.push(deliveryCtes(p, job, claimed));
   if (files !== 'none') ctes.push(fileRowsCte(p, STORED), fileStorageCountCte(p, STORED));
   if (counted) ctes.push(ingestedCountCte('counted', STORED));
   const columns = [
     ...(quotas === 'none' ? [] : ['ingest_quota.admitted', 'ingest_quota.usage']),
     `EXISTS (SELECT FROM ${STORED}) AS stored`,
     ...(job ? ['(SELECT count(*) FROM job) AS jobs'] : []),
+    ...(claimed ? [`(SELECT received_at FROM ${STORED}) AS received_at`, `${deliveryListenedSql(p.$('event_project_id'))} AS listened`] : []),
     ...(idempotent ? [keyHolder(p), `EXISTS (SELECT FROM ${KEY_CLAIM}) AS key_claimed`] : []),
     ...(dedupe ? [duplicateOf(p)] : []),
     ...(files === 'checked' ? [`${FILE_STORAGE_FITS} AS files_fit`, '(SELECT usage FROM file_quota) AS file_usage'] : []),
@@ -213,7 +231,7 @@ const statements = new Map<string, IngestStatement>();
 
 /** The statement of a shape, built once (its text stays the same, so the prepared statement keeps its plan). */
 function statementFor(shape: StatementShape): IngestStatement {
-  const key = `${shape.quotas} ${shape.delivery} ${shape.job} ${shape.dedupe} ${shape.files} ${shape.idempotent} ${shape.counted}`;
+  const key = `${shape.quotas} ${shape.delivery} ${shape.job} ${shape.claimed} ${shape.dedupe} ${shape.files} ${shape.idempotent} ${shape.counted}`;
   let s = statements.get(key);
   if (!s) statements.set(key, (s = buildStatement(shape)));
   return s;
@@ -272,6 +290,7 @@ function deliveryValues(d: IngestDelivery): Record<string, unknown> {
     delivery_run_at: d.runAt,
     delivery_idempotency_key: d.idempotencyKey ?? null,
     attempt_task: ATTEMPT_TASK,
+    ...(d.claim ? { delivery_lease_ms: d.claim.leaseMs, delivery_slot_lease: d.claim.leaseId } : {}),
   };
 }
 
@@ -315,6 +334,7 @@ export async function storeEvent(
     quotas: check ? (check.readCounters ? 'quotas' : 'rate') : 'none',
     delivery: delivery !== undefined,
     job: delivery?.job !== false,
+    claimed: delivery?.claim !== undefined,
     dedupe: dedupeValues !== null,
     idempotent: key !== null,
     files: files ? (fileCheck ? 'checked' : 'count') : 'none',
@@ -328,13 +348,15 @@ export async function storeEvent(
     if (holder.fingerprint !== key!.fingerprint) throw new IdempotencyKeyReused();
     return { eventId: holder.eventId, deliveryId: holder.deliveryId };
   };
-  type Row = IngestQuotaRow & FileStorageRow & { stored: boolean; duplicate_of?: DuplicateOf | null; key_holder?: KeyHolder | null; key_claimed?: boolean };
+  type Row = IngestQuotaRow &
+    FileStorageRow & { stored: boolean; duplicate_of?: DuplicateOf | null; key_holder?: KeyHolder | null; key_claimed?: boolean; received_at?: Date; listened?: boolean };
   const run = async (client: pg.Pool | pg.PoolClient): Promise<DuplicateOf | null> => {
     const { rows } = await client.query<Row>({ name: chosen.name, text: chosen.text, values: chosen.params.bind(values) });
     const row = rows[0];
     if (row.stored) {
       check?.enforce(row);
       fileCheck?.enforce(row);
+      if (delivery?.claim) delivery.claim.stored = { receivedAt: row.received_at!, listened: row.listened === true };
       return null;
     }
     // The key first: before the quotas and the webhook's state (CONTRACT §12's order of checks).
