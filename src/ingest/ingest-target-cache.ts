@@ -33,8 +33,13 @@ interface Entry {
  */
 export class IngestTargetCache {
   private entries = new Map<string, Entry>();
-  /** Raised by every change seen: a lookup read across a change is not kept (it may predate it). */
+  /** Raised by every change seen without a version: a lookup read across such a change is not kept (it may predate it). */
   private generation = 0;
+  /**
+   * The highest config_version notified per publicId (forgetPublicIds with a version): a lookup
+   * read across that notification is kept only when it is at least that version.
+   */
+  private notified = new Map<string, number>();
   /** Whether lookups may be kept: only while this process hears of every change (see watchIngestTargetChanges). */
   private keeping = false;
 
@@ -54,7 +59,7 @@ export class IngestTargetCache {
     this.entries.delete(publicId);
     const generation = this.generation;
     const target = await findIngestTarget(db, publicId);
-    if (!target || !this.keeping || generation !== this.generation) return target;
+    if (!target || !this.keeping || generation !== this.generation || (this.notified.get(publicId) ?? -1) > target.configVersion) return target;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     const until = Math.min(Date.now() + MAX_AGE_MS, target.secretsExpireAt?.getTime() ?? Infinity);
     this.entries.set(publicId, { target, until });
@@ -81,10 +86,27 @@ export class IngestTargetCache {
     return this.entries.has(publicId);
   }
 
-  /** Drops the lookups of these publicIds. */
-  forgetPublicIds(publicIds: Iterable<string>): void {
-    this.generation++;
-    for (const id of publicIds) this.entries.delete(id);
+  /**
+   * Drops the lookups of these publicIds; with `version` (the config_version the change made),
+   * only those read before it: a lookup read since (by this process, which dropped its own
+   * change's lookups before answering) is kept.
+   */
+  forgetPublicIds(publicIds: Iterable<string>, version?: number): void {
+    if (version === undefined) {
+      this.generation++;
+      for (const id of publicIds) this.entries.delete(id);
+      return;
+    }
+    if (this.notified.size >= MAX_ENTRIES) {
+      // Forgotten: a lookup read across this is not kept.
+      this.notified.clear();
+      this.generation++;
+    }
+    for (const id of publicIds) {
+      this.notified.set(id, Math.max(this.notified.get(id) ?? -1, version));
+      const entry = this.entries.get(id);
+      if (entry && entry.target.configVersion < version) this.entries.delete(id);
+    }
   }
 
   /** Drops the lookups of a webhook, or of every webhook of a project. */
@@ -99,6 +121,7 @@ export class IngestTargetCache {
   clear(): void {
     this.generation++;
     this.entries.clear();
+    this.notified.clear();
   }
 
   /** Starts or stops keeping lookups (dropping what is kept either way). */
@@ -130,9 +153,9 @@ export function ingestTargets(rt: Pick<Runtime, 'db'>): IngestTargetCache {
 export function watchIngestTargetChanges(rt: Pick<Runtime, 'db' | 'pubsub'>): () => void {
   const cache = ingestTargets(rt);
   const changes = rt.pubsub.subscribe<string[]>(INGEST_TARGETS_TOPIC, (p) => {
-    const ids = (p as { publicIds?: unknown } | null)?.publicIds;
+    const { publicIds: ids, v } = (p ?? {}) as { publicIds?: unknown; v?: unknown };
     // Dropped as the notification is dispatched, not when this loop gets to it.
-    if (Array.isArray(ids)) cache.forgetPublicIds(ids.filter((id): id is string => typeof id === 'string'));
+    if (Array.isArray(ids)) cache.forgetPublicIds(ids.filter((id): id is string => typeof id === 'string'), typeof v === 'number' ? v : undefined);
     else cache.clear();
     return undefined;
   });
