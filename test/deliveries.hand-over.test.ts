@@ -2,6 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepDeliveries } from '../src/deliveries/sweep.ts';
+import { ingestTargets } from '../src/ingest/ingest-target-cache.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { gate, startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
@@ -41,12 +42,13 @@ const deliveryOf = async (webhookId: string, n: number) =>
     )
   ).rows[0] as { id: string; status: string; attempts: number; slot_lease: string | null; attempt_rows: number };
 
-/** Records what RunnerWakeUp.claimDirect answers (reservations made, and given back) until `restore`. */
-function watchDirectClaims() {
+/** Records what RunnerWakeUp.claimDirect answers (reservations made, and given back) until `restore`: for `only` that webhook, if given. */
+function watchDirectClaims(only?: string) {
   const claimDirect = app.rt.runners.claimDirect.bind(app.rt.runners);
   const seen = { reserved: 0, refused: 0, cancelled: 0 };
   app.rt.runners.claimDirect = (webhookId, configVersion) => {
     const r = claimDirect(webhookId, configVersion);
+    if (only && webhookId !== only) return r;
     if (!r) {
       seen.refused++;
       return r;
@@ -162,7 +164,7 @@ describe('ingest claiming deliveries for a drain in the same process (direct cla
 
   it('writes the delivery claimed, under the drain\'s lease: delivering when ingest answers, sent once, no job and no claim statement', async () => {
     const { held, receiver, wh, send } = await drainedWebhook();
-    const watch = watchDirectClaims();
+    const watch = watchDirectClaims(wh.id);
     const claims: string[] = [];
     const query = app.rt.db.relaxedPool.query.bind(app.rt.db.relaxedPool);
     // Every claim statement of the runner (they go through its relaxed pool).
@@ -200,7 +202,7 @@ describe('ingest claiming deliveries for a drain in the same process (direct cla
 
   it('gives the reservation back when nothing is written (a duplicate): the drain still ends and its lease goes', async () => {
     const { held, receiver, wh } = await drainedWebhook();
-    const watch = watchDirectClaims();
+    const watch = watchDirectClaims(wh.id);
     try {
       const post = () => ingest(app, wh.publicId, { body: '{"n":1}', headers: { 'x-webhook-secret': wh.ingestSecret, 'idempotency-key': 'once' } });
       const first = await post();
@@ -220,7 +222,7 @@ describe('ingest claiming deliveries for a drain in the same process (direct cla
 
   it('after a change to the webhook\'s settings, the next delivery goes the claim\'s way and every later one is sent with the new settings', async () => {
     const { held, receiver, wh, send, apiKey } = await drainedWebhook();
-    const watch = watchDirectClaims();
+    const watch = watchDirectClaims(wh.id);
     try {
       const version = async () => (await app.rt.db.pool.query('SELECT config_version FROM webhooks WHERE id = $1', [wh.id])).rows[0].config_version as number;
       const before = await version();
@@ -231,10 +233,16 @@ describe('ingest claiming deliveries for a drain in the same process (direct cla
       expect(watch.seen.reserved, 'no direct claim with settings the drain has not read').toBe(0);
       await waitFor(() => receiver.received.length === 2 || null, 20_000);
       // The claim that took it read the new settings: the next ones are claimed directly again.
+      // (The change's database notification may reach this process after that claim, and make the
+      // drain read the webhook once more first: a few events, one at a time, until one is.)
       await waitFor(async () => (await deliveryOf(wh.id, 1)).status === 'succeeded' || null, 20_000);
-      await send(2);
-      expect(watch.seen.reserved).toBe(1);
-      await waitFor(() => receiver.received.length === 3 || null, 20_000);
+      let n = 1;
+      while (watch.seen.reserved === 0 && n < 6) {
+        await send(++n);
+        await waitFor(() => receiver.received.length === n + 1 || null, 20_000);
+      }
+      expect(watch.seen.reserved, `direct claims again within ${n - 1} events`).toBe(1);
+      expect(receiver.received).toHaveLength(n + 1);
       for (const r of receiver.received.filter((r) => JSON.parse(r.body.toString()).n > 0)) expect(r.headers['x-setting']).toBe('new');
       const t = await version();
       expect((await app.api(apiKey, 'PATCH', `/v1/webhooks/${wh.id}`, { timeoutMs: 9000 })).status).toBe(200);
@@ -246,11 +254,44 @@ describe('ingest claiming deliveries for a drain in the same process (direct cla
     }
   });
 
+  it('goes on claiming directly through change notifications of other webhooks and of versions its last claim read; a newer one stops it', async () => {
+    const { held, receiver, wh, send } = await drainedWebhook();
+    const watch = watchDirectClaims(wh.id);
+    try {
+      const notify = (publicIds: string[], v?: number) =>
+        app.rt.db.pool.query(`SELECT pg_notify('app_events', $1)`, [JSON.stringify({ t: 'ingest-targets:changed', p: v === undefined ? { publicIds } : { publicIds, v } })]);
+      const versionOf = async (id: string) => (await app.rt.db.pool.query('SELECT config_version FROM webhooks WHERE id = $1', [id])).rows[0].config_version as number;
+      const version = await versionOf(wh.id);
+      const other = await createWebhook(app, (await ingestingProject(app)).apiKey);
+      // Heard in order: once a notification sent after them dropped another webhook's kept lookup, these reached the drains too.
+      const heard = async () => {
+        expect((await ingest(app, other.publicId, { headers: { 'x-webhook-secret': other.ingestSecret } })).status).toBe(202);
+        expect(ingestTargets(app.rt).has(other.publicId)).toBe(true);
+        await notify([other.publicId]);
+        await waitFor(() => !ingestTargets(app.rt).has(other.publicId) || null, 10_000);
+      };
+      await notify([other.publicId], await versionOf(other.id));
+      await notify([wh.publicId], version);
+      await heard();
+      await send(1);
+      expect(watch.seen.reserved, 'claimed directly after notifications it had already read or that were not its own').toBe(1);
+      await notify([wh.publicId], version + 1);
+      await heard();
+      await send(2);
+      expect(watch.seen.reserved, 'not after a newer version than its claim read').toBe(1);
+      await waitFor(() => receiver.received.length === 3 || null, 20_000);
+    } finally {
+      watch.restore();
+      held.open();
+      await receiver.close();
+    }
+  });
+
   it('sends deliveryUpdated for a directly claimed delivery: delivering, then succeeded', async () => {
     const { held, receiver, wh, send, apiKey, projectId } = await drainedWebhook();
     const seen: { id: string; status: string }[] = [];
     const client = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${apiKey}` } });
-    const watch = watchDirectClaims();
+    const watch = watchDirectClaims(wh.id);
     try {
       const subscribed = new Promise<void>((resolve, reject) => {
         client.subscribe(

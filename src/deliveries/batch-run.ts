@@ -184,6 +184,11 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   // starts (a paused webhook's lease is not renewed: what waits for a slot waits again).
   let renewing: Promise<unknown> | null = null;
   let changes = 0;
+  // Changes heard without a version (this process's own, a deleted webhook), and the highest
+  // config_version a change notification said: a claim's read of the webhook is kept for direct
+  // claims only when neither says it may be out of date.
+  let unversioned = 0;
+  let heardVersion = -1;
   // The webhook as the last claim read it, while no change was heard since: what ingest's direct
   // claims start their attempts with (Drain.direct).
   let config: DirectClaimConfig | null = null;
@@ -206,9 +211,12 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     renewing = next;
   };
   const renewal = setInterval(() => renewNow(false), LEASE_RENEW_MS);
-  drain.whenChanged(() => {
+  drain.whenChanged((version) => {
     changes++;
-    config = null;
+    if (version === undefined) unversioned++;
+    else heardVersion = Math.max(heardVersion, version);
+    // The notification of a change the last claim already read (its own commit's, heard late) leaves it.
+    if (version === undefined || !config || version > config.version) config = null;
     lease.validUntil = 0;
     renewNow(true);
   });
@@ -281,7 +289,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         const ids = round === 0 ? [deliveryId, ...named.ids] : named.ids;
         asked = ids.length > room ? ids.slice(0, room) : ids;
         if (asked !== ids) drain.putBack(ids.slice(room));
-        const seen = changes;
+        const seen = unversioned;
         const batch = await claimDeliveryBatch(db, drained, asked, room, margin, lease.id).finally(named.release);
         lastClaimAt = Date.now();
         if (batch.kind === 'none') break; // the webhook is paused, archived or gone: resuming re-queues its deliveries
@@ -293,8 +301,10 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
           break;
         }
         engine.jobTable.noteDeleted(batch.jobsDeleted);
-        // A change heard while the claim ran may not be in what it read.
-        config = changes === seen ? batch.config : null;
+        // A change heard while the claim ran may not be in what it read (unless it says a version the claim read).
+        config = unversioned === seen && heardVersion <= batch.config.version ? batch.config : null;
+        drain.publicId = batch.config.publicId;
+        drain.projectId = batch.config.projectId;
         timeoutMs = batch.claims[0]?.webhook.timeoutMs ?? timeoutMs;
         for (const id of batch.lost) start(takeOver(engine, id, lease), SINGLE_CLAIM_LEASE_MS);
         for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);

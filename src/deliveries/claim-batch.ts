@@ -28,6 +28,9 @@ export function heldJobsMargin(workerConcurrency: number): number {
  */
 export interface DirectClaimConfig {
   version: number;
+  /** The webhook's publicId and project (its change notifications name it so). */
+  publicId: string;
+  projectId: string;
   webhook: ClaimedDelivery['webhook'];
   signingSecretsEnc: string[];
   validUntil: number;
@@ -117,7 +120,7 @@ export async function claimDeliveryBatch(
     name: 'claim_delivery_batch',
     text: `
 WITH w AS (
-  SELECT w.id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.timeout_ms, w.config_version,
+  SELECT w.id, w.public_id, w.project_id, w.status, w.delivery_mode, w.throttle_rate_per_second, w.max_in_flight, w.timeout_ms, w.config_version,
          w.retry_policy, w.custom_headers, w.transform,
          (w.status = 'active' AND w.delivery_mode = 'parallel' AND w.throttle_rate_per_second IS NULL) AS batchable,
          ${deliveryListenedSql('w.project_id')} AS listened
@@ -166,7 +169,7 @@ WITH w AS (
 )
 -- What concerns the whole batch (the webhook's settings and secrets, the named deliveries' fate)
 -- comes on one row, the head: the others would only be parsed again and thrown away.
-SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.config_version,
+SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.config_version, w.public_id AS webhook_public_id, w.project_id AS webhook_project_id,
        CASE WHEN h.head THEN w.retry_policy END AS retry_policy, CASE WHEN h.head THEN w.custom_headers END AS custom_headers,
        w.throttle_rate_per_second, CASE WHEN h.head THEN w.transform END AS transform, w.batchable,
        CASE WHEN h.head THEN (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) END AS lost_ids,
@@ -206,7 +209,7 @@ SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT co
     if (!d.id) continue;
     const { payload, has_dispatch, payload_content_type, event_headers, event_channel, event_method, event_path, event_query, event_received_at, jobs_deleted: _j, published: _pub, batch_webhook_id: _w, webhook_status: _s, delivery_mode: _m,
       max_in_flight: _x, timeout_ms: _t, retry_policy: _r, custom_headers: _c, throttle_rate_per_second: _p, transform: _x2, batchable: _b, lost_ids: _l,
-      not_due: _n, signing_secrets: _g, head: _h, config_version: _v, secrets_expire_in_ms: _e, ...row } = d;
+      not_due: _n, signing_secrets: _g, head: _h, config_version: _v, webhook_public_id: _pi, webhook_project_id: _pp, secrets_expire_in_ms: _e, ...row } = d;
     claims.push({
       row,
       attempt: row.attempts,
@@ -228,6 +231,6 @@ SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT co
     lost: first.lost_ids ?? [],
     jobsDeleted: first.jobs_deleted ?? 0,
     notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
-    config: { version: first.config_version, webhook, signingSecretsEnc, validUntil: first.secrets_expire_in_ms == null ? Infinity : askedAt + first.secrets_expire_in_ms },
+    config: { version: first.config_version, publicId: first.webhook_public_id, projectId: first.webhook_project_id, webhook, signingSecretsEnc, validUntil: first.secrets_expire_in_ms == null ? Infinity : askedAt + first.secrets_expire_in_ms },
   };
 }

@@ -79,17 +79,22 @@ export class Drain {
     this.onStop = fn;
   }
 
-  private onChange: (() => void) | null = null;
+  private onChange: ((version?: number) => void) | null = null;
+
+  /** The webhook's publicId and project, once a claim read them: notifications of changes name webhooks by them. */
+  publicId: string | null = null;
+  projectId: string | null = null;
 
   /**
    * The webhook's settings or state changed (paused, archived, maxInFlight lowered): the drain
-   * checks its lease before it starts another attempt.
+   * checks its lease before it starts another attempt. `version`: the config_version the change
+   * made, when the notification says it.
    */
-  changed(): void {
-    this.onChange?.();
+  changed(version?: number): void {
+    this.onChange?.(version);
   }
 
-  whenChanged(fn: () => void): void {
+  whenChanged(fn: (version?: number) => void): void {
     this.onChange = fn;
   }
 

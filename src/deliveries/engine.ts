@@ -37,12 +37,19 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   // A webhook paused, archived or given a lower maxInFlight: its drain here checks its lease before
   // it starts another attempt (those it claimed ahead wait again). Changes this process made are
   // heard before they are answered; other processes' when the database's notification comes.
-  const changed = (webhookId?: string) => {
-    for (const [id, drain] of drains) if (!webhookId || id === webhookId) drain.changed();
-  };
-  const local = onIngestTargetsChanged(rt.db, (change) => changed('webhookId' in change ? change.webhookId : undefined));
-  const remote = rt.pubsub.subscribe(INGEST_TARGETS_TOPIC, () => {
-    changed();
+  const local = onIngestTargetsChanged(rt.db, (change) => {
+    for (const [id, drain] of drains) {
+      if ('webhookId' in change ? id === change.webhookId : drain.projectId === null || drain.projectId === change.projectId) drain.changed();
+    }
+  });
+  // The notification names the webhooks by publicId, with the config_version the change made: it
+  // goes to their drains (and to those that have not read their webhook yet).
+  const remote = rt.pubsub.subscribe(INGEST_TARGETS_TOPIC, (p) => {
+    const { publicIds, v } = (p ?? {}) as { publicIds?: unknown; v?: unknown };
+    const version = typeof v === 'number' ? v : undefined;
+    for (const drain of drains.values()) {
+      if (!Array.isArray(publicIds) || drain.publicId === null || publicIds.includes(drain.publicId)) drain.changed(version);
+    }
     return undefined;
   });
   const unwatch = () => {
