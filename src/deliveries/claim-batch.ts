@@ -169,7 +169,9 @@ WITH w AS (
 )
 -- What concerns the whole batch (the webhook's settings and secrets, the named deliveries' fate)
 -- comes on one row, the head: the others would only be parsed again and thrown away.
-SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms, w.config_version, w.public_id AS webhook_public_id, w.project_id AS webhook_project_id,
+SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT count(*)::int FROM published) AS published, w.id AS batch_webhook_id, w.status AS webhook_status, w.delivery_mode, w.max_in_flight, w.timeout_ms,
+       CASE WHEN h.head THEN w.config_version END AS config_version, CASE WHEN h.head THEN w.public_id END AS webhook_public_id,
+       CASE WHEN h.head THEN w.project_id END AS webhook_project_id,
        CASE WHEN h.head THEN w.retry_policy END AS retry_policy, CASE WHEN h.head THEN w.custom_headers END AS custom_headers,
        w.throttle_rate_per_second, CASE WHEN h.head THEN w.transform END AS transform, w.batchable,
        CASE WHEN h.head THEN (SELECT array_agg(id) FROM own WHERE status = 'delivering' AND lease_until < now()) END AS lost_ids,
