@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Runtime } from '../runtime.ts';
-import { ROLLUP_SIZES, writeRollup } from './rollup.ts';
+import { bucketIso, byBucketKey, forEachBucket, PeriodicWrite, ROLLUP_SIZES, writeRollup } from './rollup.ts';
 
 /**
  * The shard rows a process's once-a-second writes go to: 25 + its pid mod 16. Ingest statements
@@ -29,39 +29,36 @@ interface Count {
  */
 export class IngestCounter {
   private counts = new Map<string, Count>();
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly periodic: PeriodicWrite;
 
   constructor(
     private readonly db: pg.Pool,
-    private readonly intervalMs = 1_000,
-  ) {}
+    intervalMs = 1_000,
+  ) {
+    this.periodic = new PeriodicWrite(intervalMs, () => {
+      if (this.counts.size === 0) return null;
+      const counts = [...this.counts.values()].sort(byBucketKey);
+      this.counts = new Map();
+      return (final) => this.write(counts, final);
+    });
+  }
 
   add(webhookId: string, projectId: string, at = Date.now()): void {
-    for (const size of ROLLUP_SIZES) {
-      const start = Math.floor(at / 1000 / size) * size;
-      const key = `${webhookId}|${size}|${start}`;
+    forEachBucket(webhookId, at, (key, size, start) => {
       const c = this.counts.get(key);
       if (c) c.n++;
-      else this.counts.set(key, { webhook_id: webhookId, project_id: projectId, size, bucket_start: new Date(start * 1000).toISOString(), n: 1 });
-    }
-    if (!this.timer) {
-      this.timer = setTimeout(() => void this.flush(), this.intervalMs);
-      // A process with nothing else to do (a script, a test) does not wait for it.
-      this.timer.unref();
-    }
+      else this.counts.set(key, { webhook_id: webhookId, project_id: projectId, size, bucket_start: bucketIso(start), n: 1 });
+    });
+    this.periodic.schedule();
   }
 
   /** Writes what was counted (one statement); waits for a flush under way. `final`: one try (at shutdown: see writeRollup). */
-  async flush(final = false): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    while (this.flushing) await this.flushing;
-    if (this.counts.size === 0) return;
-    // The conflict key's order in every process: two flushes lock shared rows in one order (no deadlock).
-    const counts = [...this.counts.values()].sort((x, y) => (x.webhook_id < y.webhook_id ? -1 : x.webhook_id > y.webhook_id ? 1 : x.size - y.size || (x.bucket_start < y.bucket_start ? -1 : 1)));
-    this.counts = new Map();
-    this.flushing = writeRollup(
+  flush(final = false): Promise<void> {
+    return this.periodic.flush(final);
+  }
+
+  private write(counts: Count[], final: boolean): Promise<void> {
+    return writeRollup(
       () =>
         this.db.query({
           name: 'metrics_ingested_flush',
@@ -74,8 +71,7 @@ export class IngestCounter {
           values: [JSON.stringify(counts), SHARD],
         }),
       final,
-    ).finally(() => (this.flushing = undefined));
-    return this.flushing;
+    );
   }
 }
 

@@ -50,7 +50,57 @@ interface Streak {
 
 /** One row size per answer bucket of the windows (src/metrics/service.ts WINDOWS). */
 export const ROLLUP_SIZES = [60, 900, 7_200, 21_600];
-const SIZES = ROLLUP_SIZES;
+
+/** Calls `fn` for each roll-up row a count at `at` (ms) goes to: its key in a writer's map, the row size and the bucket's start (epoch seconds: see bucketIso). */
+export function forEachBucket(webhookId: string, at: number, fn: (key: string, size: number, start: number) => void): void {
+  for (const size of ROLLUP_SIZES) {
+    const start = Math.floor(at / 1000 / size) * size;
+    fn(`${webhookId}|${size}|${start}`, size, start);
+  }
+}
+
+/** A bucket's start as its row's bucket_start. */
+export const bucketIso = (start: number) => new Date(start * 1000).toISOString();
+
+/** The conflict key's order of webhook_metric_buckets rows, in every writer: two writes lock shared rows in one order (no deadlock). */
+export function byBucketKey(x: { webhook_id: string; size: number; bucket_start: string }, y: { webhook_id: string; size: number; bucket_start: string }): number {
+  return x.webhook_id < y.webhook_id ? -1 : x.webhook_id > y.webhook_id ? 1 : x.size - y.size || (x.bucket_start < y.bucket_start ? -1 : 1);
+}
+
+/**
+ * A process's once-a-second roll-up writes (RollupWriter, IngestCounter): the first count after a
+ * write starts the timer, one write runs at a time, and the last one (at shutdown) is tried once
+ * (writeRollup). `take` hands over what was gathered (gathering starts anew) as its write, or
+ * null when there is nothing.
+ */
+export class PeriodicWrite {
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly intervalMs: number,
+    private readonly take: () => ((final: boolean) => Promise<void>) | null,
+  ) {}
+
+  /** Something was gathered: written within intervalMs. */
+  schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => void this.flush(), this.intervalMs);
+    // A process with nothing else to do (a script, a test) does not wait for it.
+    this.timer.unref();
+  }
+
+  /** Writes what was gathered now; waits for a write under way. `final`: one try. */
+  async flush(final = false): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.flushing) await this.flushing;
+    const write = this.take();
+    if (!write) return;
+    this.flushing = write(final).finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+}
 
 /** The failed attempts in a row a stored streak value stands for (see the flush statement). */
 export const STREAK_SQL = (column: string) => `(CASE WHEN ${column} < 0 THEN -${column} - 1 ELSE ${column} END)`;
@@ -65,25 +115,31 @@ export const STREAK_SQL = (column: string) => `(CASE WHEN ${column} < 0 THEN -${
 export class RollupWriter {
   private buckets = new Map<string, Bucket>();
   private streaks = new Map<string, Streak>();
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly periodic: PeriodicWrite;
 
   constructor(
     private readonly db: pg.Pool,
-    private readonly intervalMs = 1_000,
-  ) {}
+    intervalMs = 1_000,
+  ) {
+    this.periodic = new PeriodicWrite(intervalMs, () => {
+      if (this.buckets.size === 0 && this.streaks.size === 0) return null;
+      const buckets = [...this.buckets.values()].sort(byBucketKey);
+      const streaks = [...this.streaks.values()].sort((x, y) => (x.webhook_id < y.webhook_id ? -1 : 1));
+      this.buckets = new Map();
+      this.streaks = new Map();
+      return (final) => this.write(buckets, streaks, final);
+    });
+  }
 
   add(a: RecordedAttempt): void {
     // An Automation that dropped the event made no attempt: nothing to count.
     if (a.outcome === 'cancelled') return;
     const cls = a.statusCode !== null ? `${Math.floor(a.statusCode / 100)}xx` : a.failure === 'timeout' ? 'timeout' : a.failure ? 'network' : null;
     const latency = a.outcome === 'succeeded' && !a.replay ? String(sketchIndex(a.ageMs)) : null;
-    for (const size of SIZES) {
-      const start = Math.floor(a.recordedAt / 1000 / size) * size;
-      const key = `${a.webhookId}|${size}|${start}`;
+    forEachBucket(a.webhookId, a.recordedAt, (key, size, start) => {
       let b = this.buckets.get(key);
       if (!b) {
-        b = { webhook_id: a.webhookId, project_id: a.projectId, size, bucket_start: new Date(start * 1000).toISOString(), succeeded: 0, failed: 0, attempts: 0, retries: 0, s2: 0, s3: 0, s4: 0, s5: 0, net: 0, tmo: 0, latency: {} };
+        b = { webhook_id: a.webhookId, project_id: a.projectId, size, bucket_start: bucketIso(start), succeeded: 0, failed: 0, attempts: 0, retries: 0, s2: 0, s3: 0, s4: 0, s5: 0, net: 0, tmo: 0, latency: {} };
         this.buckets.set(key, b);
       }
       b.attempts++;
@@ -97,28 +153,19 @@ export class RollupWriter {
       else if (cls === 'network') b.net++;
       else if (cls === 'timeout') b.tmo++;
       if (latency !== null) b.latency[latency] = (b.latency[latency] ?? 0) + 1;
-    }
+    });
     let s = this.streaks.get(a.webhookId);
     if (!s) this.streaks.set(a.webhookId, (s = { webhook_id: a.webhookId, project_id: a.projectId, reset: false, failures: 0 }));
     if (a.outcome === 'succeeded') {
       s.reset = true;
       s.failures = 0;
     } else s.failures++;
-    this.timer ??= setTimeout(() => void this.flush(), this.intervalMs);
+    this.periodic.schedule();
   }
 
   /** Writes what was gathered (one statement); waits for a flush under way. `final`: one try (see writeRollup). */
-  async flush(final = false): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    while (this.flushing) await this.flushing;
-    if (this.buckets.size === 0 && this.streaks.size === 0) return;
-    const buckets = [...this.buckets.values()].sort((x, y) => (x.webhook_id < y.webhook_id ? -1 : x.webhook_id > y.webhook_id ? 1 : x.size - y.size || (x.bucket_start < y.bucket_start ? -1 : 1)));
-    const streaks = [...this.streaks.values()].sort((x, y) => (x.webhook_id < y.webhook_id ? -1 : 1));
-    this.buckets = new Map();
-    this.streaks = new Map();
-    this.flushing = this.write(buckets, streaks, final).finally(() => (this.flushing = undefined));
-    return this.flushing;
+  flush(final = false): Promise<void> {
+    return this.periodic.flush(final);
   }
 
   private write(buckets: Bucket[], streaks: Streak[], final: boolean): Promise<void> {
@@ -133,7 +180,7 @@ export class RollupWriter {
                      FROM json_to_recordset($1::json) AS r(webhook_id text, project_id text, size int, bucket_start timestamptz, succeeded int, failed int, attempts int,
                           retries int, s2 int, s3 int, s4 int, s5 int, net int, tmo int, latency jsonb)
                      JOIN webhooks w ON w.id = r.webhook_id
-                    -- The conflict key's order in every runner: two flushes lock shared rows in one order (no deadlock).
+                    -- The conflict key's order (byBucketKey): two flushes lock shared rows in one order (no deadlock).
                     ORDER BY r.webhook_id, r.size, r.bucket_start
                    ON CONFLICT (webhook_id, size, bucket_start, shard) DO UPDATE SET
                      succeeded = m.succeeded + excluded.succeeded, failed = m.failed + excluded.failed, attempts = m.attempts + excluded.attempts,
