@@ -111,6 +111,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   // The ingest channels' own listeners (email's SMTP server), by channel.
   let channelServers: Record<string, ChannelServer> = {};
   let runner: Runner | undefined;
+  // A runner being started again after its pool stopped on its own (superviseRunner).
+  let restarting: Promise<void> | undefined;
   let engine: DeliveryEngine | undefined;
   let sweeper: { stop(): void } | undefined;
   let drainScheduler: { stop(): void } | undefined;
@@ -198,7 +200,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
               const dead = poolId();
               if (dead) await workerUtils.forceUnlockWorkers([dead]);
               if (stopRequested) return;
-              runner = await startRunner();
+              const next = startRunner();
+              // A stop asked for while it starts finds the dead runner: this one is stopped once started, and stop() waits for that.
+              restarting = next.then(
+                (started) => (stopRequested ? started.stop().catch(() => {}) : undefined),
+                () => {},
+              );
+              runner = await next;
+              if (stopRequested) return;
               log.info('job runner started again');
               return;
             } catch {
@@ -241,7 +250,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
         drainScheduler?.stop();
         // Bounded (RUNNER_STOP_MS): a job that does not end leaves its delivery to its lease
         // (retried, never lost), and the pools below are closed regardless.
-        await within(runner?.stop(), RUNNER_STOP_MS, 'the job runner');
+        // A runner whose pool stopped on its own is already stopped: graphile-worker refuses a second stop.
+        const stopRunner = runner?.stop().catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : err }, 'the job runner was already stopped'));
+        await within(Promise.all([stopRunner, restarting]), RUNNER_STOP_MS, 'the job runner');
         await engine?.rollups?.stop();
         await flushIngestCounts(rt);
         await engine?.senders.close();

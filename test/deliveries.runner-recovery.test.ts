@@ -70,6 +70,35 @@ describe('a job runner whose pool hit a fatal error', () => {
   }, 120_000);
 });
 
+describe('a job runner told to stop after its pool stopped on its own', () => {
+  it('stops cleanly before it is started again (graphile-worker refuses to stop a stopped runner)', async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }));
+    const db = api.rt.db.pool;
+    await db.query(`CREATE TABLE test_refuse_completion2 (x int);
+      CREATE FUNCTION test_refuse_completion2() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'completion refused by the test'; END $$;
+      CREATE TRIGGER test_refuse_completion2 BEFORE DELETE ON graphile_worker._private_jobs FOR EACH ROW EXECUTE FUNCTION test_refuse_completion2();`);
+    let second: TestApp | undefined;
+    try {
+      second = await startTestApp({ databaseUrl: api.databaseUrl, api: false, worker: true, config: { ALLOW_PRIVATE_DESTINATIONS: true, WORKER_CONCURRENCY: 1 } });
+      const { apiKey } = await ingestingProject(api);
+      const wh = await createWebhook(api, apiKey, { url: `${receiver.url}/once` });
+      expect((await ingest(api, wh.publicId, { headers: { 'x-webhook-secret': wh.ingestSecret } })).status).toBe(202);
+      // The job runs; its completion fails; the pool stops and the run promise settles.
+      const outcome = await Promise.race([second.runner!.promise.then(() => 'stopped', () => 'stopped'), new Promise((r) => setTimeout(() => r('running'), 30_000))]);
+      expect(outcome).toBe('stopped');
+      // Stopped at once, before the runner is started again: the stop ends, and without error.
+      const stopping = second.stop();
+      second = undefined;
+      await expect(stopping).resolves.toBeUndefined();
+    } finally {
+      await second?.stop();
+      await db.query('DROP TRIGGER IF EXISTS test_refuse_completion2 ON graphile_worker._private_jobs; DROP FUNCTION IF EXISTS test_refuse_completion2(); DROP TABLE IF EXISTS test_refuse_completion2');
+      await receiver.close();
+    }
+  }, 60_000);
+});
+
 describe('runnerDeath: when a runner counts as dead whatever its run promise does', () => {
   const settled = (p: Promise<unknown>, ms: number) => Promise.race([p.then((v) => ({ v })), new Promise((r) => setTimeout(() => r('pending'), ms))]);
 

@@ -91,7 +91,7 @@ describe('npm start beside other processes on one data directory', () => {
     await waitStatus(port, '/readyz', 200, 60_000, server);
     expect(postmasterPid(pgDir)).not.toBe(before);
     expect(server.output()).toMatch(/stopped unexpectedly and was started again/);
-    expect(await stopProcess(server)).toBe(0);
+    expect(await stopProcess(server), server.output()).toBe(0);
   }, 120_000);
 
   it.runIf(process.getuid?.() === 0)('runs as root in a directory other users cannot enter (0700), with the data where postgres can reach it', async () => {
