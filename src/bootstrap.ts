@@ -36,6 +36,7 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
   try {
     embedded = await startEmbeddedPostgres(dir, {
       onLog: (m) => log.debug({ postgres: m.trim() }),
+      avoidPorts: [config.PORT, config.SMTP_PORT, config.METRICS_PORT ?? 0].filter((p) => p > 0),
       watch: opts.keepUp
         ? {
             onRestart: () => log.warn({ dir }, 'the embedded PostgreSQL stopped unexpectedly and was started again'),

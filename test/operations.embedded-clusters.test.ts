@@ -8,7 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
 
 let dir: string;
 const clusters: EmbeddedDatabase[] = [];
@@ -78,4 +78,13 @@ describe('embedded clusters', () => {
       await check.end();
     }
   }, 120_000);
+
+  it('never picks a port the service is about to listen on for a new cluster (a cluster that took the HTTP port made npm start fail)', async () => {
+    // 1,000 ports the kernel just handed out, avoided: 100 more picks never return one of them
+    // (the kernel hands out recent ones again often enough that, not avoided, one comes back).
+    const avoid: number[] = [];
+    for (let i = 0; i < 1_000; i++) avoid.push(await freePort());
+    const avoided = new Set(avoid);
+    for (let i = 0; i < 100; i++) expect(avoided.has(await freePort(avoid))).toBe(false);
+  });
 });

@@ -49,16 +49,36 @@ const WATCH_INTERVAL_MS = 500;
 const RESTART_WINDOW_MS = 12_000;
 const FLAGS = ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1', '-c', 'autovacuum_naptime=5s'];
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+/**
+ * A port on 127.0.0.1 that nothing listens on now, other than those in `avoid` (the ports the
+ * service itself is about to listen on: a cluster that took the HTTP port first made the
+ * start-up fail). An avoided port the kernel hands out stays bound while another is asked for.
+ */
+export async function freePort(avoid: Iterable<number> = []): Promise<number> {
+  const avoided = new Set(avoid);
+  const held: net.Server[] = [];
+  const listen = () =>
+    new Promise<net.Server>((resolve, reject) => {
+      const server = net.createServer();
+      server.unref();
+      server.on('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve(server));
     });
-  });
+  try {
+    for (let tries = 0; tries < 100; tries++) {
+      const server = await listen();
+      const { port } = server.address() as net.AddressInfo;
+      if (avoided.has(port)) {
+        held.push(server);
+        continue;
+      }
+      await new Promise((r) => server.close(r));
+      return port;
+    }
+    throw new Error('no free port found outside the ones this process listens on');
+  } finally {
+    await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
+  }
 }
 
 /** The kernel's start time of a process (Linux), so a reused pid is not taken for its predecessor. */
@@ -246,6 +266,8 @@ interface StartOptions {
    * dies; `onLost` is told when that fails within RESTART_WINDOW_MS.
    */
   watch?: { onRestart?: () => void; onLost: (err: Error) => void };
+  /** Ports this process is about to listen on itself: a new cluster never takes one of them. */
+  avoidPorts?: number[];
   /** Nobody else uses this cluster (test and bench harnesses): stop it even if sessions remain. */
   exclusive?: boolean;
 }
@@ -307,7 +329,7 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
           const leftPid = Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
           if (leftPid && isAlive(leftPid)) await unlink(pidFile).catch(() => {});
           if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await initCluster(bin, dataDir, runAs, log);
-          if (!port) port = await freePort();
+          if (!port) port = await freePort(options.avoidPorts);
           try {
             postmaster = await spawnPostmaster(bin, dataDir, port, FLAGS, runAs, log, () => accepts(port), READY_TIMEOUT_MS);
           } catch (e) {
