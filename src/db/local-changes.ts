@@ -6,12 +6,25 @@
  */
 
 /**
- * The pub/sub topic of changed ingest targets: `{publicIds}`, published by the trigger of
+ * The pub/sub topic of changed ingest targets: `{publicIds, v}` (see readIngestTargetsNotification), published by the trigger of
  * migration ingest_target_changes in the transaction of every change to what a lookup reads
  * (delivered on its commit), whoever the writer (an API process, a worker, the admin CLI, psql).
  * Ingest's lookups and the delivery engine's drains listen.
  */
 export const INGEST_TARGETS_TOPIC = 'ingest-targets:changed';
+
+/**
+ * What a notification of INGEST_TARGETS_TOPIC says: the changed webhooks' publicIds (null: it
+ * names none, so every webhook may have changed) and the config_version the change made (none for
+ * a deleted webhook: migration ingest_target_change_version).
+ */
+export function readIngestTargetsNotification(payload: unknown): { publicIds: string[] | null; version: number | undefined } {
+  const { publicIds, v } = (payload ?? {}) as { publicIds?: unknown; v?: unknown };
+  return {
+    publicIds: Array.isArray(publicIds) ? publicIds.filter((id): id is string => typeof id === 'string') : null,
+    version: typeof v === 'number' ? v : undefined,
+  };
+}
 
 /** A change to what ingest's webhook lookups read: one webhook's, or every webhook's of a project. */
 export type IngestTargetChange = { webhookId: string } | { projectId: string };

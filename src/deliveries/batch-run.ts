@@ -303,8 +303,8 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         engine.jobTable.noteDeleted(batch.jobsDeleted);
         // A change heard while the claim ran may not be in what it read (unless it says a version the claim read).
         config = unversioned === seen && heardVersion <= batch.config.version ? batch.config : null;
-        drain.publicId = batch.config.publicId;
-        drain.projectId = batch.config.projectId;
+        drain.publicId = batch.publicId;
+        drain.projectId = batch.projectId;
         timeoutMs = batch.claims[0]?.webhook.timeoutMs ?? timeoutMs;
         for (const id of batch.lost) start(takeOver(engine, id, lease), SINGLE_CLAIM_LEASE_MS);
         for (const n of batch.notDue) await requeueAttemptJob(db, n.id, n.at);

@@ -28,9 +28,6 @@ export function heldJobsMargin(workerConcurrency: number): number {
  */
 export interface DirectClaimConfig {
   version: number;
-  /** The webhook's publicId and project (its change notifications name it so). */
-  publicId: string;
-  projectId: string;
   webhook: ClaimedDelivery['webhook'];
   signingSecretsEnc: string[];
   validUntil: number;
@@ -41,6 +38,9 @@ export type BatchClaimOutcome =
   | {
       kind: 'claimed';
       webhookId: string;
+      /** The webhook's publicId and project: its change notifications name it so. */
+      publicId: string;
+      projectId: string;
       claims: ClaimedDelivery[];
       /** Named deliveries whose attempt was lost with its runner (lease ran out): the one-at-a-time claim takes them over. */
       lost: string[];
@@ -233,6 +233,8 @@ SELECT c.*, h.head, (SELECT count(*)::int FROM gone) AS jobs_deleted, (SELECT co
     lost: first.lost_ids ?? [],
     jobsDeleted: first.jobs_deleted ?? 0,
     notDue: ((first.not_due ?? []) as { id: string; at: string }[]).map((n) => ({ id: n.id, at: new Date(n.at) })),
-    config: { version: first.config_version, publicId: first.webhook_public_id, projectId: first.webhook_project_id, webhook, signingSecretsEnc, validUntil: first.secrets_expire_in_ms == null ? Infinity : askedAt + first.secrets_expire_in_ms },
+    publicId: first.webhook_public_id,
+    projectId: first.webhook_project_id,
+    config: { version: first.config_version, webhook, signingSecretsEnc, validUntil: first.secrets_expire_in_ms == null ? Infinity : askedAt + first.secrets_expire_in_ms },
   };
 }

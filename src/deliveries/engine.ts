@@ -1,4 +1,4 @@
-import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged } from '../db/local-changes.ts';
+import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged, readIngestTargetsNotification } from '../db/local-changes.ts';
 import { createDestinationSenders, type DestinationSenders } from '../destinations/senders/index.ts';
 import { RollupWriter } from '../metrics/rollup.ts';
 import type { DirectClaim, Runtime } from '../runtime.ts';
@@ -45,10 +45,9 @@ export function createDeliveryEngine(rt: Runtime): DeliveryEngine {
   // The notification names the webhooks by publicId, with the config_version the change made: it
   // goes to their drains (and to those that have not read their webhook yet).
   const remote = rt.pubsub.subscribe(INGEST_TARGETS_TOPIC, (p) => {
-    const { publicIds, v } = (p ?? {}) as { publicIds?: unknown; v?: unknown };
-    const version = typeof v === 'number' ? v : undefined;
+    const { publicIds, version } = readIngestTargetsNotification(p);
     for (const drain of drains.values()) {
-      if (!Array.isArray(publicIds) || drain.publicId === null || publicIds.includes(drain.publicId)) drain.changed(version);
+      if (!publicIds || drain.publicId === null || publicIds.includes(drain.publicId)) drain.changed(version);
     }
     return undefined;
   });

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged, type IngestTargetChange } from '../db/local-changes.ts';
+import { INGEST_TARGETS_TOPIC, onIngestTargetsChanged, readIngestTargetsNotification, type IngestTargetChange } from '../db/local-changes.ts';
 import { log } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import { findIngestTarget, type IngestTarget } from './find-ingest-target.ts';
@@ -153,9 +153,9 @@ export function ingestTargets(rt: Pick<Runtime, 'db'>): IngestTargetCache {
 export function watchIngestTargetChanges(rt: Pick<Runtime, 'db' | 'pubsub'>): () => void {
   const cache = ingestTargets(rt);
   const changes = rt.pubsub.subscribe<string[]>(INGEST_TARGETS_TOPIC, (p) => {
-    const { publicIds: ids, v } = (p ?? {}) as { publicIds?: unknown; v?: unknown };
+    const { publicIds, version } = readIngestTargetsNotification(p);
     // Dropped as the notification is dispatched, not when this loop gets to it.
-    if (Array.isArray(ids)) cache.forgetPublicIds(ids.filter((id): id is string => typeof id === 'string'), typeof v === 'number' ? v : undefined);
+    if (publicIds) cache.forgetPublicIds(publicIds, version);
     else cache.clear();
     return undefined;
   });
