@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { claimDeliveryBatch } from '../src/deliveries/claim-batch.ts';
 import { renewSlotLease } from '../src/deliveries/slot-lease.ts';
+import { isGoneLocalHolder, LEASE_HOLDER } from '../src/deliveries/lease-holder.ts';
+import { sweepDeliveries } from '../src/deliveries/sweep.ts';
+import { spawnSync } from 'node:child_process';
 import { pauseWebhook, resumeWebhook } from '../src/webhooks/lifecycle.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
@@ -76,6 +79,40 @@ describe('slot leases', () => {
     expect(receiver.received).toHaveLength(0);
     expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1::text[]) AND status = 'queued'`, [ids])).toBe(3);
     await app.rt.db.pool.query(`DELETE FROM webhook_slot_leases WHERE id = $1`, [other]);
+    await waitFor(async () => (await succeeded(wh.id)) === 3 || null, 10_000);
+    expect(receiver.received).toHaveLength(3);
+    await receiver.close();
+  });
+
+  it('a lease is named by its holder process: one of an exited process of this machine is gone, a live one or another machine\'s is not', () => {
+    expect(LEASE_HOLDER).toMatch(new RegExp(`:${process.pid}:\\d+$`));
+    const place = LEASE_HOLDER!.replace(/:\d+:\d+$/, '');
+    const exited = spawnSync(process.execPath, ['-e', '']).pid!;
+    expect(isGoneLocalHolder(LEASE_HOLDER)).toBe(false);
+    expect(isGoneLocalHolder(`${place}:${exited}:1`)).toBe(true);
+    // The same pid started at another time: a pid used again, not the holder.
+    expect(isGoneLocalHolder(LEASE_HOLDER!.replace(/:\d+$/, ':1'))).toBe(true);
+    expect(isGoneLocalHolder(`another-boot/1:${exited}:1`)).toBe(false);
+    expect(isGoneLocalHolder(null)).toBe(false);
+  });
+
+  it('the sweep gives back a lease whose holder process here has exited, with the claims made under it: they go out at once; a live holder keeps its lease', async () => {
+    const { receiver, wh, other, ids } = await slotsHeldElsewhere();
+    // The lease's drain had claimed the first delivery (its claim would hold for twice the timeout plus 10 s).
+    const claim = await claimDeliveryBatch(app.rt.db.pool, wh.id, [ids[0]], 1, 128, other);
+    expect(claim.kind === 'claimed' && claim.claims.length).toBe(1);
+    const setHolder = (holder: string) => app.rt.db.pool.query(`UPDATE webhook_slot_leases SET holder = $2 WHERE id = $1`, [other, holder]);
+    const place = LEASE_HOLDER!.replace(/:\d+:\d+$/, '');
+    for (const live of [LEASE_HOLDER!, `another-boot/1:1:1`]) {
+      await setHolder(live);
+      await sweepDeliveries(app.rt);
+      expect(await leases(wh.id)).toBe(1);
+      expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = $1 AND status = 'delivering' AND lease_until > now() + interval '10 seconds'`, [ids[0]])).toBe(1);
+    }
+    expect(receiver.received).toHaveLength(0);
+    await setHolder(`${place}:${spawnSync(process.execPath, ['-e', '']).pid}:1`);
+    await sweepDeliveries(app.rt);
+    expect(await count(`SELECT count(*)::int AS n FROM webhook_slot_leases WHERE id = $1`, [other])).toBe(0);
     await waitFor(async () => (await succeeded(wh.id)) === 3 || null, 10_000);
     expect(receiver.received).toHaveLength(3);
     await receiver.close();

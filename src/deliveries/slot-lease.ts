@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { newId } from '../ids.ts';
+import { isGoneLocalHolder, LEASE_HOLDER, LOCAL_HOLDERS_LIKE } from './lease-holder.ts';
 
 /**
  * A block of one webhook's maxInFlight slots, held by one runner's drain (webhook_slot_leases).
@@ -12,6 +13,8 @@ import { newId } from '../ids.ts';
  * A lease lives `ttlMs` past its last renewal. The holder starts an attempt only while the lease
  * outlives that attempt's timeout (`canStart`), so when a lease runs out (its runner died or lost
  * the database) none of its requests can still be open, and its slots may go to another runner.
+ * A lease names its holder process (lease-holder.ts): once that process has exited, a runner on
+ * the same machine gives the lease up at once (sweep.ts), as none of its requests is open either.
  */
 export interface SlotLease {
   id: string;
@@ -71,12 +74,12 @@ export async function acquireSlotLease(db: pg.Pool, webhookId: string, want: num
                ), free AS (
                  SELECT w.*, LEAST($3::int, w.max_in_flight - w.in_flight - ${leasedSlotsSql('w.id')}) AS n FROM w
                ), ins AS (
-                 INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at)
-                 SELECT $2, project_id, id, n, now() + make_interval(secs => (timeout_ms + $4::int)::float8 / 1000) FROM free WHERE batchable AND n > 0
+                 INSERT INTO webhook_slot_leases (id, project_id, webhook_id, slots, expires_at, holder)
+                 SELECT $2, project_id, id, n, now() + make_interval(secs => (timeout_ms + $4::int)::float8 / 1000), $5 FROM free WHERE batchable AND n > 0
                  RETURNING slots
                )
                SELECT free.status, free.batchable, free.timeout_ms, (SELECT slots FROM ins) AS slots FROM free`,
-        values: [webhookId, id, want, LEASE_MARGIN_MS],
+        values: [webhookId, id, want, LEASE_MARGIN_MS, LEASE_HOLDER],
       });
       row = rows[0];
     }
@@ -152,6 +155,37 @@ export async function releaseSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotL
     retry(100);
     throw err;
   }
+}
+
+/**
+ * Gives up the live leases whose holder was a process of this machine that has exited (killed, or
+ * stopped while the database went away first: Ctrl-C on `npm start` reaches the embedded
+ * PostgreSQL too), with the claims of the deliveries it had started under them: the kernel closed
+ * that process's requests, so its slots are free and those deliveries lost their attempt. The
+ * deliveries' claims end now (lease_until), so a claim or the sweeper takes them up as any lost
+ * attempt, without waiting twice the timeout. Answers how many leases were given up.
+ */
+export async function releaseGoneHoldersLeases(db: pg.Pool | pg.PoolClient): Promise<number> {
+  if (!LOCAL_HOLDERS_LIKE) return 0;
+  const { rows } = await db.query({
+    name: 'local_slot_lease_holders',
+    text: `SELECT id, holder FROM webhook_slot_leases WHERE holder LIKE $1 AND expires_at > now()`,
+    values: [LOCAL_HOLDERS_LIKE],
+  });
+  const gone = rows.filter((r) => isGoneLocalHolder(r.holder)).map((r) => r.id as string);
+  if (gone.length === 0) return 0;
+  const { rows: released } = await db.query({
+    name: 'release_gone_holders_leases',
+    text: `WITH gone AS (
+             DELETE FROM webhook_slot_leases WHERE id = ANY($1::text[]) RETURNING id, webhook_id
+           ), lost AS (
+             UPDATE deliveries d SET lease_until = now()
+               FROM gone WHERE d.webhook_id = gone.webhook_id AND d.status = 'delivering' AND d.slot_lease = gone.id AND d.lease_until > now()
+           )
+           SELECT count(*)::int AS n FROM gone`,
+    values: [gone],
+  });
+  return released[0]?.n ?? 0;
 }
 
 /** Whether an attempt of `timeoutMs` started now ends (answered or aborted) while the lease is still ours. */

@@ -3,6 +3,7 @@ import { log } from '../log.ts';
 import { handOffDueDeliveries } from './claim-batch.ts';
 import type { Runtime } from '../runtime.ts';
 import { addAttemptJobSql, ATTEMPT_TASK, attemptJobKeySql } from './job.ts';
+import { releaseGoneHoldersLeases } from './slot-lease.ts';
 import { deleteExpiredDeliveryListeners } from './listeners.ts';
 
 const SWEEP_LOCK = 727_003;
@@ -21,6 +22,9 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
     const { rows: lock } = await client.query('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
     if (!lock[0].ok) return 0;
     try {
+      // Leases of drains whose process is gone (on this machine): their slots and claims now, not once they run out.
+      const released = await releaseGoneHoldersLeases(client);
+      if (released > 0) log.info({ leases: released }, 'delivery sweep gave back the slot leases of exited runners');
       const { rows } = await client.query(
         `WITH candidates AS (
            SELECT d.id, d.webhook_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id

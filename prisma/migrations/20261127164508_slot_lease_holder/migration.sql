@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "webhook_slot_leases" ADD COLUMN     "holder" TEXT;
