@@ -18,6 +18,7 @@ import { claimForDrain, createDeliveryEngine, drainRunning, handOverToDrain, sto
 import { registerDeliveryRefLoader } from './deliveries/notify.ts';
 import { JobRunnerNudge } from './deliveries/enqueue.ts';
 import { startDeliverySweeper } from './deliveries/sweep.ts';
+import { ATTEMPT_INTERRUPTED } from './deliveries/send-attempt.ts';
 import { API_KEYS_TOPIC, forgetCachedKeys } from './projects/service.ts';
 import { jobStartDelay, watchDatabase } from './prom.ts';
 import { startMetricsServer } from './http/metrics.ts';
@@ -59,6 +60,8 @@ export interface App {
  * on a job that did not end or a connection never given back.
  */
 const RUNNER_STOP_MS = 20_000;
+/** How long a stop lets delivery attempts already open finish before it interrupts them. */
+const ATTEMPT_STOP_GRACE_MS = 1_000;
 const POOLS_CLOSE_MS = 5_000;
 
 /** Waits for `p` at most `ms`; past that, says what did not stop and goes on (the process ends anyway). */
@@ -242,6 +245,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // Drains stop claiming at once (graphile-worker's abort signal would come too late).
         runners.localDrains = null;
         if (engine) stopDrains(engine);
+        // Attempts still open ATTEMPT_STOP_GRACE_MS into the stop end as interrupted (a network
+        // failure, retried by the webhook's policy): their results are recorded and their jobs end,
+        // rather than the process waiting up to the webhook's timeout and being cut off with them
+        // unrecorded (their deliveries then waited for their claims to run out).
+        const cutAttempts = setTimeout(() => {
+          const cut = engine?.senders.interrupt(ATTEMPT_INTERRUPTED) ?? 0;
+          if (cut > 0) log.info({ attempts: cut }, 'stopping: open delivery attempts interrupted (they are retried)');
+        }, ATTEMPT_STOP_GRACE_MS);
         await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), ...Object.values(channelServers).map((s) => s.close())]);
         await metricsServer?.close();
         unwatch();
@@ -253,6 +264,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // A runner whose pool stopped on its own is already stopped: graphile-worker refuses a second stop.
         const stopRunner = runner?.stop().catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : err }, 'the job runner was already stopped'));
         await within(Promise.all([stopRunner, restarting]), RUNNER_STOP_MS, 'the job runner');
+        clearTimeout(cutAttempts);
         await engine?.rollups?.stop();
         await flushIngestCounts(rt);
         await engine?.senders.close();

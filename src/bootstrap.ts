@@ -39,7 +39,11 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
       avoidPorts: [config.PORT, config.SMTP_PORT, config.METRICS_PORT ?? 0].filter((p) => p > 0),
       watch: opts.keepUp
         ? {
-            onRestart: () => log.warn({ dir }, 'the embedded PostgreSQL stopped unexpectedly and was started again'),
+            onRestart: () =>
+              stopSignalledAt
+                ? // Ctrl-C reaches the whole process group, the cluster too: not a failure. Started again, the stop records what it finishes.
+                  log.info({ dir }, 'the embedded PostgreSQL stopped with the signal and was started again for the stop to finish')
+                : log.warn({ dir }, 'the embedded PostgreSQL stopped unexpectedly and was started again'),
             onLost: (err) => {
               log.fatal({ err: err.message }, 'the embedded PostgreSQL stopped and could not be started again; exiting');
               process.stderr.write(`error: ${err.message}\n`);
@@ -90,6 +94,9 @@ export async function migrateDatabase(url: string) {
   log.info({ applied, ms: Date.now() - started }, 'migrations up to date');
 }
 
+/** When this process got its stop signal (serveUntilSignal), or 0. */
+let stopSignalledAt = 0;
+
 /** A signal repeated this soon is the same stop, relayed (npm and tsx pass on what the process group already got). */
 const REPEAT_WINDOW_MS = 2_000;
 /** After a signal, the service's stop gets SHUTDOWN_TIMEOUT_MS (in-flight requests) and this much more (jobs, pools). */
@@ -128,7 +135,7 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
       log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    signalledAt = Date.now();
+    signalledAt = stopSignalledAt = Date.now();
     log.info({ signal }, 'shutting down');
     const serviceBudget = config.SHUTDOWN_TIMEOUT_MS + STOP_MARGIN_MS;
     setTimeout(() => {

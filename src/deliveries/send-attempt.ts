@@ -102,14 +102,17 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, answe
   });
 }
 
+/** What an attempt ended by its runner's stop (or lost with its runner) says: it is retried. */
+export const ATTEMPT_INTERRUPTED = 'attempt interrupted: the runner stopped before it finished';
+
 /** A runner died during the previous attempt: record it as a lost (network) attempt before going on. */
 export async function recordLostAttempt(engine: DeliveryEngine, claim: ClaimedDelivery) {
   try {
     await engine.rt.db.pool.query(
       `INSERT INTO delivery_attempts (id, project_id, delivery_id, number, started_at, duration_ms, status_code, error, outcome)
-       VALUES ($1, $2, $3, $4, now(), NULL, NULL, 'attempt interrupted: the runner stopped before it finished', 'retry')
+       VALUES ($1, $2, $3, $4, now(), NULL, NULL, $5, 'retry')
        ON CONFLICT (delivery_id, number) DO NOTHING`,
-      [newId('att'), claim.row.project_id, claim.row.id, claim.attempt - 1],
+      [newId('att'), claim.row.project_id, claim.row.id, claim.attempt - 1, ATTEMPT_INTERRUPTED],
     );
   } catch (err) {
     log.warn({ err, deliveryId: claim.row.id }, 'could not record the lost attempt');

@@ -69,35 +69,28 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
     return entry;
   }
 
+  /** The sends open now, each with how to end it at once (interrupt). */
+  const open = new Set<{ started: number; end: (r: OutboundResult) => void }>();
+
   return {
     /** Sends one delivery to its destination; never throws. */
-    async send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
-      const sharedSender = shared.get(destination.type ?? 'webhook');
-      if (sharedSender) return sharedSender.send(destination, req);
-      let entry: Entry;
-      try {
-        entry = acquire(destination);
-      } catch (err) {
-        // The snapshot cannot make a client (unknown type, unreadable credentials): no attempt can succeed.
-        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
-      }
-      let sender: DestinationSender;
-      try {
-        sender = await entry.sender;
-      } catch (err) {
-        // A client that cannot be made from this config never will be: not kept, and terminal.
-        if (entries.get(entry.key) === entry) entries.delete(entry.key);
-        entry.inFlight--;
-        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
-      }
-      try {
-        return await sender.send(req);
-      } catch (err) {
-        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'network' };
-      } finally {
-        entry.inFlight--;
-        if (entry.evicted && entry.inFlight === 0) void close(entry);
-      }
+    send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
+      const cut = { started: performance.now(), end: (_r: OutboundResult) => {} };
+      const interrupted = new Promise<OutboundResult>((resolve) => (cut.end = resolve));
+      open.add(cut);
+      return Promise.race([sendTo(destination, req), interrupted]).finally(() => open.delete(cut));
+    },
+    /**
+     * Ends every send still open, at once, as a network failure saying `reason` (a stopping runner:
+     * its attempts are recorded and retried rather than keeping the process until they answer), and
+     * closes the HTTP client's connections, so receivers see those requests end too.
+     */
+    interrupt(reason: string): number {
+      const cuts = [...open];
+      open.clear();
+      for (const c of cuts) c.end({ durationMs: Math.round(performance.now() - c.started), error: reason, failure: 'network' });
+      http.close();
+      return cuts.length;
     },
     async close() {
       http.close();
@@ -108,6 +101,35 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
       await Promise.all(all.filter((e) => e.inFlight === 0).map(close));
     },
   };
+
+  async function sendTo(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
+    const sharedSender = shared.get(destination.type ?? 'webhook');
+    if (sharedSender) return sharedSender.send(destination, req);
+    let entry: Entry;
+    try {
+      entry = acquire(destination);
+    } catch (err) {
+      // The snapshot cannot make a client (unknown type, unreadable credentials): no attempt can succeed.
+      return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
+    }
+    let sender: DestinationSender;
+    try {
+      sender = await entry.sender;
+    } catch (err) {
+      // A client that cannot be made from this config never will be: not kept, and terminal.
+      if (entries.get(entry.key) === entry) entries.delete(entry.key);
+      entry.inFlight--;
+      return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
+    }
+    try {
+      return await sender.send(req);
+    } catch (err) {
+      return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'network' };
+    } finally {
+      entry.inFlight--;
+      if (entry.evicted && entry.inFlight === 0) void close(entry);
+    }
+  }
 }
 
 export type DestinationSenders = ReturnType<typeof createDestinationSenders>;
