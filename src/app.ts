@@ -245,26 +245,30 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // Drains stop claiming at once (graphile-worker's abort signal would come too late).
         runners.localDrains = null;
         if (engine) stopDrains(engine);
-        // Attempts still open ATTEMPT_STOP_GRACE_MS into the stop end as interrupted (a network
-        // failure, retried by the webhook's policy): their results are recorded and their jobs end,
-        // rather than the process waiting up to the webhook's timeout and being cut off with them
-        // unrecorded (their deliveries then waited for their claims to run out).
+        // Attempts still open ATTEMPT_STOP_GRACE_MS into the stop end as interrupted, and any
+        // started later at once (always retried: see sendClaimed): their results are recorded and
+        // their jobs end, rather than the process waiting up to the webhook's timeout and being cut
+        // off with them unrecorded (their deliveries then waited for their claims to run out).
         const cutAttempts = setTimeout(() => {
           const cut = engine?.senders.interrupt(ATTEMPT_INTERRUPTED) ?? 0;
           if (cut > 0) log.info({ attempts: cut }, 'stopping: open delivery attempts interrupted (they are retried)');
         }, ATTEMPT_STOP_GRACE_MS);
-        await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), ...Object.values(channelServers).map((s) => s.close())]);
-        await metricsServer?.close();
-        unwatch();
-        unwatchIngestTargets();
-        sweeper?.stop();
-        drainScheduler?.stop();
-        // Bounded (RUNNER_STOP_MS): a job that does not end leaves its delivery to its lease
-        // (retried, never lost), and the pools below are closed regardless.
-        // A runner whose pool stopped on its own is already stopped: graphile-worker refuses a second stop.
-        const stopRunner = runner?.stop().catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : err }, 'the job runner was already stopped'));
-        await within(Promise.all([stopRunner, restarting]), RUNNER_STOP_MS, 'the job runner');
-        clearTimeout(cutAttempts);
+        try {
+          // The job runner stops taking jobs now, while HTTP drains (up to SHUTDOWN_TIMEOUT_MS).
+          // Bounded (RUNNER_STOP_MS): a job that does not end leaves its delivery to its lease
+          // (retried, never lost), and the pools below are closed regardless.
+          // A runner whose pool stopped on its own is already stopped: graphile-worker refuses a second stop.
+          const stopRunner = runner?.stop().catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : err }, 'the job runner was already stopped'));
+          await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), ...Object.values(channelServers).map((s) => s.close())]);
+          await metricsServer?.close();
+          unwatch();
+          unwatchIngestTargets();
+          sweeper?.stop();
+          drainScheduler?.stop();
+          await within(Promise.all([stopRunner, restarting]), RUNNER_STOP_MS, 'the job runner');
+        } finally {
+          clearTimeout(cutAttempts);
+        }
         await engine?.rollups?.stop();
         await flushIngestCounts(rt);
         await engine?.senders.close();

@@ -93,10 +93,11 @@ it('a runner killed mid-attempt gives its slots and claims back to a runner on t
   }
 }, 90_000);
 
-it('a runner told to stop (SIGTERM) while an attempt is open ends it at once: exits 0, the attempt recorded as interrupted and retried, its lease given back', async () => {
+it('a runner told to stop (SIGTERM) while an attempt is open ends it at once: exits 0, the attempt recorded as interrupted and retried at once even when it was the last one, its lease given back', async () => {
   const receiver = await startReceiver((_r, n) => (n === 1 ? { hang: true } : { status: 200 }));
   const { apiKey, projectId } = await app.project('pro');
-  const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { timeoutMs: 60_000 });
+  // One attempt only: a failure would go to the DLQ, an interruption is not the receiver's failure.
+  const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { timeoutMs: 60_000, retryPolicy: { maxAttempts: 1 } });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
     env: { ...process.env, DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'silent' },
     stdio: 'ignore',
@@ -117,6 +118,18 @@ it('a runner told to stop (SIGTERM) while an attempt is open ends it at once: ex
     expect(attempts.map((a: any) => [a.outcome, a.error])).toEqual([['retry', expect.stringMatching(/interrupted/)]]);
     const { rows } = await app.rt.db.pool.query('SELECT count(*)::int AS n FROM webhook_slot_leases WHERE webhook_id = $1', [wh.id]);
     expect(rows[0].n).toBe(0);
+    // The next runner sends it again at once.
+    const runner = await startTestApp({ databaseUrl: app.databaseUrl, api: false, worker: true });
+    try {
+      const done = await waitFor(async () => {
+        const body = (await app.api(apiKey, 'GET', `/v1/deliveries/${deliveryId}`)).body;
+        return body.status === 'succeeded' ? body : null;
+      }, 20_000, 100);
+      expect(done.attempts).toBe(2);
+      expect(receiver.received).toHaveLength(2);
+    } finally {
+      await runner.stop();
+    }
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     await receiver.close();

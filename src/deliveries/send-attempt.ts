@@ -93,7 +93,10 @@ async function sendClaimed(engine: DeliveryEngine, claim: ClaimedDelivery, answe
   await dispatch.automationRecorded;
   await record({
     ...base,
-    ...classifyAnswer(res, policy, claim.attempt),
+    // Interrupted by this runner's stop: not the receiver's answer, so always tried again at once
+    // (by the next runner), whatever the policy and however many attempts it has had, as an
+    // attempt lost with its runner is (claim.ts).
+    ...(res.interrupted ? { outcome: 'retry' as const, error: res.error ?? ATTEMPT_INTERRUPTED, nextAttemptAt: new Date(), failure: 'network' as const } : classifyAnswer(res, policy, claim.attempt)),
     durationMs: res.durationMs,
     statusCode: res.statusCode ?? null,
     responseSnippet: res.snippet ?? null,

@@ -161,7 +161,8 @@ export async function releaseSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotL
  * Gives up the live leases whose holder was a process of this machine that has exited (killed, or
  * stopped while the database went away first: Ctrl-C on `npm start` reaches the embedded
  * PostgreSQL too), with the claims of the deliveries it had started under them: the kernel closed
- * that process's requests, so its slots are free and those deliveries lost their attempt. The
+ * that process's requests (HTTP, cloud SDK calls), so its slots are free and those deliveries
+ * lost their attempt. The
  * deliveries' claims end now (lease_until), so a claim or the sweeper takes them up as any lost
  * attempt, without waiting twice the timeout. Answers how many leases were given up.
  */
@@ -176,8 +177,12 @@ export async function releaseGoneHoldersLeases(db: pg.Pool | pg.PoolClient): Pro
   if (gone.length === 0) return 0;
   const { rows: released } = await db.query({
     name: 'release_gone_holders_leases',
+    // Not a lease with a `cli` attempt under it: that hand-off may still be running in its `relay
+    // listen` session, which the holder's exit did not end; it runs out as before.
     text: `WITH gone AS (
-             DELETE FROM webhook_slot_leases WHERE id = ANY($1::text[]) RETURNING id, webhook_id
+             DELETE FROM webhook_slot_leases l WHERE l.id = ANY($1::text[]) AND NOT EXISTS (
+               SELECT 1 FROM deliveries d WHERE d.webhook_id = l.webhook_id AND d.status = 'delivering' AND d.slot_lease = l.id AND d.destination->>'type' = 'cli')
+             RETURNING l.id, l.webhook_id
            ), lost AS (
              UPDATE deliveries d SET lease_until = now()
                FROM gone WHERE d.webhook_id = gone.webhook_id AND d.status = 'delivering' AND d.slot_lease = gone.id AND d.lease_until > now()

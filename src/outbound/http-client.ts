@@ -11,6 +11,8 @@ export interface OutboundResult {
   durationMs: number;
   error?: string;
   failure?: 'network' | 'timeout' | 'blocked';
+  /** The runner stopped before the request ended (DestinationSenders.interrupt): not the receiver's doing. */
+  interrupted?: boolean;
 }
 
 const SNIPPET_BYTES = 2048;
@@ -20,6 +22,8 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
   const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 256, lookup };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
+  /** Requests not ended yet, those still waiting for a socket of their agent included. */
+  const open = new Set<http.ClientRequest>();
 
   /** One request; redirects are not followed (a 3xx is returned as is). Never throws. */
   function send(req: { url: string; method: string; headers: Record<string, string>; body: Buffer; timeoutMs: number }): Promise<OutboundResult> {
@@ -42,6 +46,7 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        open.delete(request);
         resolve(r);
       };
       const request = mod.request(url, {
@@ -49,6 +54,7 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
         headers: { ...req.headers, 'content-length': String(req.body.length) },
         agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
       });
+      open.add(request);
       const timer = setTimeout(() => {
         request.destroy();
         // A timer may fire a fraction of a millisecond early by performance.now's clock: a timeout lasted its whole time.
@@ -82,7 +88,10 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
 
   return {
     send,
+    /** Ends every open request (queued for a socket or not) and the agents' connections. */
     close() {
+      for (const request of open) request.destroy();
+      open.clear();
       httpAgent.destroy();
       httpsAgent.destroy();
     },

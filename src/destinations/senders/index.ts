@@ -69,26 +69,34 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
     return entry;
   }
 
-  /** The sends open now, each with how to end it at once (interrupt). */
+  /** The HTTP sends open now, each with how to end it at once (interrupt). */
   const open = new Set<{ started: number; end: (r: OutboundResult) => void }>();
+  /** Why sends are interrupted, once they are (the process is stopping). */
+  let interruptedBecause: string | null = null;
 
   return {
     /** Sends one delivery to its destination; never throws. */
     send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
+      // Only HTTP requests can be ended here: a cloud SDK's call, or a hand-off a `relay listen`
+      // session is running, would go on after it (its attempt then sent twice); they end by their own timeouts.
+      if ((destination.type ?? 'webhook') !== 'webhook') return sendTo(destination, req);
+      if (interruptedBecause !== null) return Promise.resolve({ durationMs: 0, error: interruptedBecause, failure: 'network', interrupted: true });
       const cut = { started: performance.now(), end: (_r: OutboundResult) => {} };
       const interrupted = new Promise<OutboundResult>((resolve) => (cut.end = resolve));
       open.add(cut);
       return Promise.race([sendTo(destination, req), interrupted]).finally(() => open.delete(cut));
     },
     /**
-     * Ends every send still open, at once, as a network failure saying `reason` (a stopping runner:
-     * its attempts are recorded and retried rather than keeping the process until they answer), and
-     * closes the HTTP client's connections, so receivers see those requests end too.
+     * Ends every HTTP send still open, at once, as interrupted (a stopping runner: its attempts are
+     * recorded and retried rather than keeping the process until they answer), and every later one
+     * before it is made; closes the HTTP client's requests and connections, so receivers see them end.
+     * Answers how many were open.
      */
     interrupt(reason: string): number {
+      interruptedBecause = reason;
       const cuts = [...open];
       open.clear();
-      for (const c of cuts) c.end({ durationMs: Math.round(performance.now() - c.started), error: reason, failure: 'network' });
+      for (const c of cuts) c.end({ durationMs: Math.round(performance.now() - c.started), error: reason, failure: 'network', interrupted: true });
       http.close();
       return cuts.length;
     },
