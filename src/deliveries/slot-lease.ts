@@ -13,8 +13,9 @@ import { isGoneLocalHolder, LEASE_HOLDER, LOCAL_HOLDERS_LIKE } from './lease-hol
  * A lease lives `ttlMs` past its last renewal. The holder starts an attempt only while the lease
  * outlives that attempt's timeout (`canStart`), so when a lease runs out (its runner died or lost
  * the database) none of its requests can still be open, and its slots may go to another runner.
- * A lease names its holder process (lease-holder.ts): once that process has exited, a runner on
- * the same machine gives the lease up at once (sweep.ts), as none of its requests is open either.
+ * A lease names its holder process (lease-holder.ts): once that process has exited, a runner that
+ * sees it (same boot and pid namespace) gives the lease up at once (sweep.ts), as none of its
+ * requests is open either.
  */
 export interface SlotLease {
   id: string;
@@ -162,9 +163,8 @@ export async function releaseSlotLease(db: pg.Pool | pg.PoolClient, lease: SlotL
  * stopped while the database went away first: Ctrl-C on `npm start` reaches the embedded
  * PostgreSQL too), with the claims of the deliveries it had started under them: the kernel closed
  * that process's requests (HTTP, cloud SDK calls), so its slots are free and those deliveries
- * lost their attempt. The
- * deliveries' claims end now (lease_until), so a claim or the sweeper takes them up as any lost
- * attempt, without waiting twice the timeout. Answers how many leases were given up.
+ * lost their attempt. Their claims end now (lease_until), so a claim or the sweeper takes them up
+ * as any lost attempt, without waiting twice the timeout. Answers how many leases were given up.
  */
 export async function releaseGoneHoldersLeases(db: pg.Pool | pg.PoolClient): Promise<number> {
   if (!LOCAL_HOLDERS_LIKE) return 0;
