@@ -97,7 +97,7 @@ export async function migrateDatabase(url: string) {
 /** When this process got its stop signal (serveUntilSignal), or 0. */
 let stopSignalledAt = 0;
 
-/** A signal repeated this soon is the same stop, relayed (npm and tsx pass on what the process group already got). */
+/** A signal repeated this soon is the same stop, relayed (npm passes on what the process group already got). */
 const REPEAT_WINDOW_MS = 2_000;
 /** After a signal, the service's stop gets SHUTDOWN_TIMEOUT_MS (in-flight requests) and this much more (jobs, pools). */
 const STOP_MARGIN_MS = 1_500;

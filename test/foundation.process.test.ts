@@ -136,7 +136,7 @@ describe('npm start and SIGTERM', () => {
     try {
       await waitHealthy(port, npm);
       pids = tree(npm.pid!);
-      // npm, the tsx launcher, the service and the embedded PostgreSQL's processes.
+      // npm, the service and the embedded PostgreSQL's processes.
       expect(pids.length).toBeGreaterThanOrEqual(4);
       const signalled = Date.now();
       npm.kill('SIGTERM');
