@@ -8,6 +8,7 @@ import lockfile from 'proper-lockfile';
 import pg from 'pg';
 import { postgresBinaries, ROOT_PLACE } from './postgres-binaries.ts';
 import { OWN_APPLICATION_NAME } from './session-name.ts';
+import { processStat } from '../process-identity.ts';
 import { EmbeddedDatabaseError, initCluster, isAlive, PASSWORD, postgresUser, spawnPostmaster, stopPostmaster, USER, type Postmaster } from './postgres-process.ts';
 
 export { EmbeddedDatabaseError };
@@ -81,15 +82,8 @@ export async function freePort(avoid: Iterable<number> = []): Promise<number> {
   }
 }
 
-/** The kernel's start time of a process (Linux), so a reused pid is not taken for its predecessor. */
-function startTimeOf(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
-  } catch {
-    return '';
-  }
-}
+/** The kernel's start time of a process (Linux), so a reused pid is not taken for its predecessor; '' when unknown. */
+const startTimeOf = (pid: number): string => processStat(pid)?.start ?? '';
 
 type OwnerRecord = { pid: number; start: string };
 

@@ -5,6 +5,9 @@ import { existsSync } from 'node:fs';
 import { chown, mkdir, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { childEnvironment } from '../config.ts';
+import { isAlive } from '../process-identity.ts';
+
+export { isAlive };
 
 /** PostgreSQL's programs, where this process may run them from (see postgres-binaries.ts). */
 export interface PostgresBinaries {
@@ -155,14 +158,6 @@ export async function spawnPostmaster(
   throw new EmbeddedDatabaseError(`PostgreSQL did not start in ${dataDir} on port ${port}: ${lastLine(output) || `exit ${child.exitCode ?? child.signalCode}`}`);
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Stops a postmaster without waiting for its clients: fast shutdown (SIGINT: sessions are ended,

@@ -1,4 +1,5 @@
 import { readFileSync, readlinkSync } from 'node:fs';
+import { isAlive, processStat } from '../process-identity.ts';
 
 /**
  * Names the process that holds a slot lease (webhook_slot_leases.holder), so that a runner on the
@@ -14,7 +15,7 @@ import { readFileSync, readlinkSync } from 'node:fs';
  * holder, and its leases run out as before.
  */
 const place = localPlace();
-const self = place ? readStat(process.pid) : null;
+const self = place ? processStat(process.pid) : null;
 
 /** This process as a lease holder, or null where it cannot be named so. */
 export const LEASE_HOLDER: string | null = place && self && !self.exited ? `${place}:${process.pid}:${self.start}` : null;
@@ -33,13 +34,8 @@ export function isGoneLocalHolder(holder: string | null): boolean {
   const m = /^(.+):(\d+):(\d+)$/.exec(holder);
   if (!m || m[1] !== place) return false;
   const pid = Number(m[2]);
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    // EPERM: it exists, as another user's.
-    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return true;
-  }
-  const stat = readStat(pid);
+  if (!isAlive(pid)) return true;
+  const stat = processStat(pid);
   return stat !== null && (stat.exited || stat.start !== m[3]);
 }
 
@@ -58,19 +54,6 @@ function localPlace(): string | null {
     };
     const pidNs = ns('pid');
     return boot && pidNs ? `${boot}/${pidNs}/${ns('time')}` : null;
-  } catch {
-    return null;
-  }
-}
-
-/** A process's start time (clock ticks after boot) and whether it has exited (a zombie); null when it cannot be read. */
-function readStat(pid: number): { start: string; exited: boolean } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The fields after the command name (which may hold spaces and parentheses): state is field 3, starttime field 22.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const start = fields[19];
-    return start ? { start, exited: fields[0] === 'Z' || fields[0] === 'X' } : null;
   } catch {
     return null;
   }

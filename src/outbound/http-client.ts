@@ -11,7 +11,7 @@ export interface OutboundResult {
   durationMs: number;
   error?: string;
   failure?: 'network' | 'timeout' | 'blocked';
-  /** The runner stopped before the request ended (DestinationSenders.interrupt): not the receiver's doing. */
+  /** The runner stopped before the request ended (interrupt): not the receiver's doing. */
   interrupted?: boolean;
 }
 
@@ -22,14 +22,17 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
   const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 256, lookup };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
-  /** Requests not ended yet, those still waiting for a socket of their agent included. */
-  const open = new Set<http.ClientRequest>();
+  /** Requests not ended yet (those still waiting for a socket of their agent included), each with how to end it as interrupted. */
+  const open = new Map<http.ClientRequest, (reason: string) => void>();
+  /** Why requests are interrupted, once they are (the process is stopping: interrupt). */
+  let interruptedBecause: string | null = null;
 
   /** One request; redirects are not followed (a 3xx is returned as is). Never throws. */
   function send(req: { url: string; method: string; headers: Record<string, string>; body: Buffer; timeoutMs: number }): Promise<OutboundResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     return new Promise((resolve) => {
+      if (interruptedBecause !== null) return resolve({ durationMs: 0, error: interruptedBecause, failure: 'network', interrupted: true });
       let url: URL;
       try {
         url = new URL(req.url);
@@ -54,7 +57,10 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
         headers: { ...req.headers, 'content-length': String(req.body.length) },
         agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
       });
-      open.add(request);
+      open.set(request, (reason) => {
+        finish({ durationMs: elapsed(), error: reason, failure: 'network', interrupted: true });
+        request.destroy();
+      });
       const timer = setTimeout(() => {
         request.destroy();
         // A timer may fire a fraction of a millisecond early by performance.now's clock: a timeout lasted its whole time.
@@ -88,9 +94,23 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
 
   return {
     send,
+    /**
+     * Ends every open request at once as interrupted (a stopping runner: its attempts are recorded
+     * and retried rather than keeping the process until they answer), and every later one before it
+     * is made; the receivers see their requests end. Answers how many were open.
+     */
+    interrupt(reason: string): number {
+      interruptedBecause = reason;
+      const cuts = [...open.values()];
+      open.clear();
+      for (const cut of cuts) cut(reason);
+      httpAgent.destroy();
+      httpsAgent.destroy();
+      return cuts.length;
+    },
     /** Ends every open request (queued for a socket or not) and the agents' connections. */
     close() {
-      for (const request of open) request.destroy();
+      for (const request of open.keys()) request.destroy();
       open.clear();
       httpAgent.destroy();
       httpsAgent.destroy();

@@ -69,37 +69,43 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
     return entry;
   }
 
-  /** The HTTP sends open now, each with how to end it at once (interrupt). */
-  const open = new Set<{ started: number; end: (r: OutboundResult) => void }>();
-  /** Why sends are interrupted, once they are (the process is stopping). */
-  let interruptedBecause: string | null = null;
-
   return {
     /** Sends one delivery to its destination; never throws. */
-    send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
-      // Only HTTP requests can be ended here: a cloud SDK's call, or a hand-off a `relay listen`
-      // session is running, would go on after it (its attempt then sent twice); they end by their own timeouts.
-      if ((destination.type ?? 'webhook') !== 'webhook') return sendTo(destination, req);
-      if (interruptedBecause !== null) return Promise.resolve({ durationMs: 0, error: interruptedBecause, failure: 'network', interrupted: true });
-      const cut = { started: performance.now(), end: (_r: OutboundResult) => {} };
-      const interrupted = new Promise<OutboundResult>((resolve) => (cut.end = resolve));
-      open.add(cut);
-      return Promise.race([sendTo(destination, req), interrupted]).finally(() => open.delete(cut));
+    async send(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
+      const sharedSender = shared.get(destination.type ?? 'webhook');
+      if (sharedSender) return sharedSender.send(destination, req);
+      let entry: Entry;
+      try {
+        entry = acquire(destination);
+      } catch (err) {
+        // The snapshot cannot make a client (unknown type, unreadable credentials): no attempt can succeed.
+        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
+      }
+      let sender: DestinationSender;
+      try {
+        sender = await entry.sender;
+      } catch (err) {
+        // A client that cannot be made from this config never will be: not kept, and terminal.
+        if (entries.get(entry.key) === entry) entries.delete(entry.key);
+        entry.inFlight--;
+        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
+      }
+      try {
+        return await sender.send(req);
+      } catch (err) {
+        return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'network' };
+      } finally {
+        entry.inFlight--;
+        if (entry.evicted && entry.inFlight === 0) void close(entry);
+      }
     },
     /**
-     * Ends every HTTP send still open, at once, as interrupted (a stopping runner: its attempts are
-     * recorded and retried rather than keeping the process until they answer), and every later one
-     * before it is made; closes the HTTP client's requests and connections, so receivers see them end.
-     * Answers how many were open.
+     * Ends the HTTP requests of every `webhook` send still open, at once, as interrupted, and every
+     * later one before it is made (a stopping runner: see OutboundClient.interrupt). A cloud SDK's
+     * call, or a hand-off a `relay listen` session is running, would go on without the runner (its
+     * attempt then sent twice): those end by their own timeouts. Answers how many were open.
      */
-    interrupt(reason: string): number {
-      interruptedBecause = reason;
-      const cuts = [...open];
-      open.clear();
-      for (const c of cuts) c.end({ durationMs: Math.round(performance.now() - c.started), error: reason, failure: 'network', interrupted: true });
-      http.close();
-      return cuts.length;
-    },
+    interrupt: (reason: string): number => http.interrupt(reason),
     async close() {
       http.close();
       for (const sender of shared.values()) await sender.close?.();
@@ -109,35 +115,6 @@ export function createDestinationSenders(opts: SenderOptions & { maxClients?: nu
       await Promise.all(all.filter((e) => e.inFlight === 0).map(close));
     },
   };
-
-  async function sendTo(destination: DestinationSnapshot, req: DestinationSend): Promise<OutboundResult> {
-    const sharedSender = shared.get(destination.type ?? 'webhook');
-    if (sharedSender) return sharedSender.send(destination, req);
-    let entry: Entry;
-    try {
-      entry = acquire(destination);
-    } catch (err) {
-      // The snapshot cannot make a client (unknown type, unreadable credentials): no attempt can succeed.
-      return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
-    }
-    let sender: DestinationSender;
-    try {
-      sender = await entry.sender;
-    } catch (err) {
-      // A client that cannot be made from this config never will be: not kept, and terminal.
-      if (entries.get(entry.key) === entry) entries.delete(entry.key);
-      entry.inFlight--;
-      return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'blocked' };
-    }
-    try {
-      return await sender.send(req);
-    } catch (err) {
-      return { durationMs: 0, error: `${destination.type}: ${(err as Error).message}`, failure: 'network' };
-    } finally {
-      entry.inFlight--;
-      if (entry.evicted && entry.inFlight === 0) void close(entry);
-    }
-  }
 }
 
 export type DestinationSenders = ReturnType<typeof createDestinationSenders>;
