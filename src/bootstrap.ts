@@ -118,24 +118,23 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
   // holds no handle, nor before a signal sent to itself has been handled.
   setInterval(() => {}, 1 << 30);
   let cleaned: Promise<void> | undefined;
-  let signalledAt = 0;
   const exit = async (code: number) => {
     cleaned ??= cleanup();
     await cleaned.catch((err) => {
       log.error({ err }, 'clean-up failed');
       code = 1;
     });
-    if (signalledAt) log.info({ code, ms: Date.now() - signalledAt }, 'stopped');
+    if (stopSignalledAt) log.info({ code, ms: Date.now() - stopSignalledAt }, 'stopped');
     process.exit(code);
   };
   let starting!: Promise<{ stop(): Promise<void> }>;
   const handler = (signal: string) => {
-    if (signalledAt) {
-      if (Date.now() - signalledAt < REPEAT_WINDOW_MS) return;
+    if (stopSignalledAt) {
+      if (Date.now() - stopSignalledAt < REPEAT_WINDOW_MS) return;
       log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    signalledAt = stopSignalledAt = Date.now();
+    stopSignalledAt = Date.now();
     log.info({ signal }, 'shutting down');
     const serviceBudget = config.SHUTDOWN_TIMEOUT_MS + STOP_MARGIN_MS;
     setTimeout(() => {
