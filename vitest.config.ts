@@ -17,6 +17,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     env: TEST_ENV,
+    setupFiles: ['./test/support/drop-databases.ts'],
     projects: [
       {
         extends: true,

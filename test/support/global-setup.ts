@@ -38,6 +38,12 @@ async function start(): Promise<Cluster> {
   }
   const admin = new pg.Client({ connectionString: cluster.serverUrl });
   await admin.connect();
+  if (cluster.embedded) {
+    // The run's own cluster keeps at most 256 MB of WAL (PostgreSQL's default is 1 GB): every
+    // test database is a WAL-logged copy of the template, and a CI machine's disk may be small.
+    await admin.query(`ALTER SYSTEM SET max_wal_size = '256MB'`);
+    await admin.query(`SELECT pg_reload_conf()`);
+  }
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
   await admin.end();
