@@ -1,6 +1,6 @@
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import net from 'node:net';
+import { Agent } from 'undici';
 import { BlockedAddress, guardedLookup, isPrivateAddress } from './address-guard.ts';
 
 export interface OutboundResult {
@@ -17,13 +17,29 @@ export interface OutboundResult {
 
 const SNIPPET_BYTES = 2048;
 
+/** Why a request failed, from undici's error (a refused lookup comes as the error itself or as its cause). */
+function failureOf(err: unknown): OutboundResult['failure'] {
+  const e = err as { cause?: unknown };
+  return err instanceof BlockedAddress || e?.cause instanceof BlockedAddress ? 'blocked' : 'network';
+}
+
+function messageOf(err: unknown): string {
+  const e = err as { message?: string; cause?: { message?: string } };
+  const own = e?.message || String(err);
+  // undici's "fetch failed"-style wrappers say little; the cause (ECONNREFUSED, a TLS error) says what happened.
+  return e?.cause?.message && !own.includes(e.cause.message) ? `${own}: ${e.cause.message}` : own;
+}
+
+/**
+ * Outbound HTTP(S) for deliveries, drains and alerts: undici's keep-alive connection pools (about
+ * half the CPU per request of node:http's client), lookups through the private-address guard.
+ */
 export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?: number }) {
   const lookup = guardedLookup(opts.allowPrivate);
-  const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 256, lookup };
-  const httpAgent = new http.Agent(agentOptions);
-  const httpsAgent = new https.Agent(agentOptions);
-  /** Requests not ended yet (those still waiting for a socket of their agent included), each with how to end it as interrupted. */
-  const open = new Map<http.ClientRequest, (reason: string) => void>();
+  const newAgent = () => new Agent({ connections: opts.maxSockets ?? 256, connect: { lookup } });
+  let agent = newAgent();
+  /** Requests not ended yet, each with how to end it as interrupted. */
+  const open = new Map<AbortController, (reason: string) => void>();
   /** Why requests are interrupted, once they are (the process is stopping: interrupt). */
   let interruptedBecause: string | null = null;
 
@@ -31,64 +47,68 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
   function send(req: { url: string; method: string; headers: Record<string, string>; body: Buffer; timeoutMs: number }): Promise<OutboundResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
+    if (interruptedBecause !== null) return Promise.resolve({ durationMs: 0, error: interruptedBecause, failure: 'network', interrupted: true });
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      return Promise.resolve({ durationMs: 0, error: 'invalid destination URL', failure: 'blocked' });
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.resolve({ durationMs: 0, error: `unsupported protocol ${url.protocol}`, failure: 'blocked' });
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host) && !opts.allowPrivate && isPrivateAddress(host)) {
+      return Promise.resolve({ durationMs: 0, error: `destination is a private address (${host})`, failure: 'blocked' });
+    }
     return new Promise((resolve) => {
-      if (interruptedBecause !== null) return resolve({ durationMs: 0, error: interruptedBecause, failure: 'network', interrupted: true });
-      let url: URL;
-      try {
-        url = new URL(req.url);
-      } catch {
-        return resolve({ durationMs: 0, error: 'invalid destination URL', failure: 'blocked' });
-      }
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      if (net.isIP(host) && !opts.allowPrivate && isPrivateAddress(host)) {
-        return resolve({ durationMs: 0, error: `destination is a private address (${host})`, failure: 'blocked' });
-      }
-      const mod = url.protocol === 'https:' ? https : http;
+      const abort = new AbortController();
       let settled = false;
       const finish = (r: OutboundResult) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        open.delete(request);
+        open.delete(abort);
         resolve(r);
       };
-      const request = mod.request(url, {
-        method: req.method,
-        headers: { ...req.headers, 'content-length': String(req.body.length) },
-        agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
-      });
-      open.set(request, (reason) => {
+      open.set(abort, (reason) => {
         finish({ durationMs: elapsed(), error: reason, failure: 'network', interrupted: true });
-        request.destroy();
+        abort.abort();
       });
       const timer = setTimeout(() => {
-        request.destroy();
+        abort.abort();
         // A timer may fire a fraction of a millisecond early by performance.now's clock: a timeout lasted its whole time.
         finish({ durationMs: Math.max(elapsed(), req.timeoutMs), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
       }, req.timeoutMs);
-      request.on('error', (err) => {
-        const blocked = err instanceof BlockedAddress || (err as { cause?: unknown }).cause instanceof BlockedAddress;
-        finish({ durationMs: elapsed(), error: err.message || String(err), failure: blocked ? 'blocked' : 'network' });
-      });
-      request.on('response', (res) => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers)) if (name.toLowerCase() !== 'content-length') headers[name] = value;
+      (async () => {
+        const res = await agent.request({
+          origin: url.origin,
+          path: url.pathname + url.search,
+          method: req.method as 'POST',
+          headers,
+          body: req.body,
+          signal: abort.signal,
+          // The whole request's timer above bounds it.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        });
         const chunks: Buffer[] = [];
         let size = 0;
-        res.on('data', (c: Buffer) => {
-          if (size < SNIPPET_BYTES) chunks.push(c);
-          size += c.length;
+        try {
+          for await (const c of res.body as AsyncIterable<Buffer>) {
+            if (size < SNIPPET_BYTES) chunks.push(c);
+            size += c.length;
+          }
+        } catch {
+          // The body broke off: the status and what came of it are the answer.
+        }
+        finish({
+          statusCode: res.statusCode,
+          headers: res.headers as http.IncomingHttpHeaders,
+          snippet: Buffer.concat(chunks).subarray(0, SNIPPET_BYTES).toString('utf8'),
+          durationMs: elapsed(),
         });
-        const done = () =>
-          finish({
-            statusCode: res.statusCode,
-            headers: res.headers,
-            snippet: Buffer.concat(chunks).subarray(0, SNIPPET_BYTES).toString('utf8'),
-            durationMs: elapsed(),
-          });
-        res.on('end', done);
-        res.on('error', () => done());
-        res.on('aborted', () => done());
-      });
-      request.end(req.body);
+      })().catch((err) => finish({ durationMs: elapsed(), error: messageOf(err), failure: failureOf(err) }));
     });
   }
 
@@ -104,16 +124,16 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
       const cuts = [...open.values()];
       open.clear();
       for (const cut of cuts) cut(reason);
-      httpAgent.destroy();
-      httpsAgent.destroy();
+      void agent.destroy().catch(() => {});
       return cuts.length;
     },
     /** Ends every open request (queued for a socket or not) and the agents' connections. */
     close() {
-      for (const request of open.keys()) request.destroy();
+      for (const abort of open.keys()) abort.abort();
       open.clear();
-      httpAgent.destroy();
-      httpsAgent.destroy();
+      void agent.destroy().catch(() => {});
+      // Usable again, as node's agents were after destroy(): a closed client's next request opens new connections.
+      agent = newAgent();
     },
   };
 }
