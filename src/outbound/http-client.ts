@@ -16,11 +16,50 @@ export interface OutboundResult {
 }
 
 const SNIPPET_BYTES = 2048;
+/** Longer than any request's timeout (at most 60 s): the request's timer ends a slow connect, as a timeout. */
+const CONNECT_TIMEOUT_MS = 120_000;
 
 /** Why a request failed, from undici's error (a refused lookup comes as the error itself or as its cause). */
 function failureOf(err: unknown): OutboundResult['failure'] {
   const e = err as { cause?: unknown };
   return err instanceof BlockedAddress || e?.cause instanceof BlockedAddress ? 'blocked' : 'network';
+}
+
+/**
+ * Response headers as node:http gave them: a repeated header that node keeps once keeps its first
+ * value (two Retry-After headers are one delay, not NaN), other repeated ones are joined with ', ',
+ * and set-cookie is always a list.
+ */
+const SINGLE_VALUED = new Set(['age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host', 'if-modified-since', 'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after', 'server', 'user-agent']);
+function nodeHeaders(headers: Record<string, string | string[] | undefined>): http.IncomingHttpHeaders {
+  const out: http.IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    if (name === 'set-cookie') out[name] = Array.isArray(value) ? value : [value];
+    else if (!Array.isArray(value)) out[name] = value;
+    else out[name] = SINGLE_VALUED.has(name) ? value[0] : value.join(', ');
+  }
+  return out;
+}
+
+/**
+ * The request's headers for undici: content-length is undici's (from the body), `expect` is not
+ * sent (undici refuses it; a webhook's custom headers may no longer name it, but one stored before
+ * may), and a URL's user and password go as Basic authorization, as node:http sent them.
+ */
+function requestHeaders(url: URL, given: Record<string, string>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  let authorization = false;
+  for (const [name, value] of Object.entries(given)) {
+    const lower = name.toLowerCase();
+    if (lower === 'content-length' || lower === 'expect') continue;
+    if (lower === 'authorization') authorization = true;
+    headers[name] = value;
+  }
+  if ((url.username || url.password) && !authorization) {
+    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+  }
+  return headers;
 }
 
 function messageOf(err: unknown): string {
@@ -36,7 +75,8 @@ function messageOf(err: unknown): string {
  */
 export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?: number }) {
   const lookup = guardedLookup(opts.allowPrivate);
-  const newAgent = () => new Agent({ connections: opts.maxSockets ?? 256, connect: { lookup } });
+  // Connecting (lookup, TCP, TLS) is bounded by each request's own timer, not undici's 10 s.
+  const newAgent = () => new Agent({ connections: opts.maxSockets ?? 256, connect: { lookup, timeout: CONNECT_TIMEOUT_MS } });
   let agent = newAgent();
   /** Requests not ended yet, each with how to end it as interrupted. */
   const open = new Map<AbortController, (reason: string) => void>();
@@ -78,8 +118,7 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
         // A timer may fire a fraction of a millisecond early by performance.now's clock: a timeout lasted its whole time.
         finish({ durationMs: Math.max(elapsed(), req.timeoutMs), error: `timed out after ${req.timeoutMs} ms`, failure: 'timeout' });
       }, req.timeoutMs);
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers)) if (name.toLowerCase() !== 'content-length') headers[name] = value;
+      const headers = requestHeaders(url, req.headers);
       (async () => {
         const res = await agent.request({
           origin: url.origin,
@@ -104,7 +143,7 @@ export function createOutboundClient(opts: { allowPrivate: boolean; maxSockets?:
         }
         finish({
           statusCode: res.statusCode,
-          headers: res.headers as http.IncomingHttpHeaders,
+          headers: nodeHeaders(res.headers),
           snippet: Buffer.concat(chunks).subarray(0, SNIPPET_BYTES).toString('utf8'),
           durationMs: elapsed(),
         });

@@ -5,7 +5,7 @@ import { z } from 'zod';
  * names, no line breaks, and none of the names the service sets itself.
  */
 // Names the sender controls; anything that frames or signs the request is ours.
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'expect', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const headerMapSchema = z
