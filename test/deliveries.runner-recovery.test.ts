@@ -13,7 +13,7 @@ import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 // promise then never settled (reproduced with 21,000 events, not in a test): the runner counts as
 // dead from graphile-worker's events too (runnerDeath).
 let api: TestApp;
-let runner: TestApp;
+let runner: TestApp | undefined;
 beforeAll(async () => {
   api = await startTestApp({ config: { ALLOW_PRIVATE_DESTINATIONS: true } });
 });
@@ -64,6 +64,10 @@ describe('a job runner whose pool hit a fatal error', () => {
       expect(receiver.received.map((r) => r.url).sort()).toEqual(['/fast', ...slow.map((_, i) => `/slow/${i}`)].sort());
     } finally {
       for (const g of gates) g.open();
+      // The next test's job must go to its own runner: one left running here could take it (its
+      // completion refused, this one's pool would stop, and that test's runner would wait in vain).
+      await runner?.stop();
+      runner = undefined;
       await db.query('DROP TRIGGER IF EXISTS test_refuse_completion ON graphile_worker._private_jobs; DROP FUNCTION IF EXISTS test_refuse_completion(); DROP TABLE IF EXISTS test_refuse_completion');
       await receiver.close();
     }
