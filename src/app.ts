@@ -168,7 +168,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // The recurring jobs (retention, backlog samples, ...); graphile-worker schedules each minute once across runners.
         crontab: CRONTAB,
         noHandleSignals: true,
-        logger: workerLogger(log),
+        logger: workerLogger(log, () => stopRequested),
         // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
         preset: {
           worker: {

@@ -109,10 +109,17 @@ export async function analyzeNeverAnalyzed(client: pg.Client | pg.Pool | pg.Pool
 
 export const quietLogger = new Logger(() => () => {});
 
-/** graphile-worker's own warnings and errors (a task that threw, a lost connection) in our logs. */
-export function workerLogger(log: { warn: (o: object, m: string) => void; error: (o: object, m: string) => void }) {
+/**
+ * graphile-worker's own warnings and errors (a task that threw, a lost connection) in our logs.
+ * Once the process is stopping (`stopping`), they are told at info: Ctrl-C on `npm start` reaches
+ * its embedded PostgreSQL too, which ends the runner's connections under it (UNLISTEN failed, a
+ * connection terminated by the administrator), and that is the stop, not a fault.
+ */
+export function workerLogger(log: { info: (o: object, m: string) => void; warn: (o: object, m: string) => void; error: (o: object, m: string) => void }, stopping: () => boolean = () => false) {
   return new Logger((scope) => (level, message, meta) => {
-    if (level === 'error') log.error({ scope, ...meta }, message);
-    else if (level === 'warning') log.warn({ scope, ...meta }, message);
+    if (level !== 'error' && level !== 'warning') return;
+    if (stopping()) log.info({ scope, ...meta, workerLevel: level }, `${message} (while stopping)`);
+    else if (level === 'error') log.error({ scope, ...meta }, message);
+    else log.warn({ scope, ...meta }, message);
   });
 }
