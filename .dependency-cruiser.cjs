@@ -3,7 +3,7 @@
 // The layers, bottom up: base ← domains ← edge ← entry points (docs/architecture.md).
 
 // Base: files and folders below every domain; they import no domain and nothing of the edge.
-const BASE_FILES = 'errors|config|ids|log|validation|encryption|auth|runtime|version|prom|tracing|process-identity';
+const BASE_FILES = 'errors|config|ids|log|validation|encryption|auth|runtime|version|prom|tracing|process-identity|stop-signal';
 const BASE_FOLDERS = 'db|pagination|graphql|wire|outbound';
 const BASE = `^src/((${BASE_FILES})\\.ts$|(${BASE_FOLDERS})/)`;
 

@@ -24,6 +24,7 @@ import { jobStartDelay, watchDatabase } from './prom.ts';
 import { startMetricsServer } from './http/metrics.ts';
 import { flushIngestCounts } from './metrics/ingest-counts.ts';
 import { startDrainScheduler } from './drains/send.ts';
+import { stopSignalledAt } from './stop-signal.ts';
 
 async function watchKeyRevocations(rt: Runtime) {
   for await (const _ of rt.pubsub.subscribe(API_KEYS_TOPIC)) forgetCachedKeys(rt);
@@ -168,7 +169,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
         // The recurring jobs (retention, backlog samples, ...); graphile-worker schedules each minute once across runners.
         crontab: CRONTAB,
         noHandleSignals: true,
-        logger: workerLogger(log, () => stopRequested),
+        logger: workerLogger(log, () => stopRequested || stopSignalledAt() > 0),
         // One fetch per runner fills a local queue, so polling often for due jobs stays cheap.
         preset: {
           worker: {

@@ -5,6 +5,7 @@ import { migrate } from './db/migrate.ts';
 import { ATTEMPT_TASK } from './deliveries/job.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import { log } from './log.ts';
+import { noteStopSignal, stopSignalledAt } from './stop-signal.ts';
 
 /**
  * DATABASE_URL, or the embedded PostgreSQL under DATA_DIR/pg: the cluster already running there
@@ -40,7 +41,7 @@ export async function resolveDatabase(opts: { allowEmbedded: boolean; keepUp?: b
       watch: opts.keepUp
         ? {
             onRestart: () =>
-              stopSignalledAt
+              stopSignalledAt()
                 ? // Ctrl-C reaches the whole process group, the cluster too: not a failure. Started again, the stop records what it finishes.
                   log.info({ dir }, 'the embedded PostgreSQL stopped with the signal and was started again for the stop to finish')
                 : log.warn({ dir }, 'the embedded PostgreSQL stopped unexpectedly and was started again'),
@@ -94,8 +95,6 @@ export async function migrateDatabase(url: string) {
   log.info({ applied, ms: Date.now() - started }, 'migrations up to date');
 }
 
-/** When this process got its stop signal (serveUntilSignal), or 0. */
-let stopSignalledAt = 0;
 
 /** A signal repeated this soon is the same stop, relayed (npm passes on what the process group already got). */
 const REPEAT_WINDOW_MS = 2_000;
@@ -124,17 +123,17 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
       log.error({ err }, 'clean-up failed');
       code = 1;
     });
-    if (stopSignalledAt) log.info({ code, ms: Date.now() - stopSignalledAt }, 'stopped');
+    if (stopSignalledAt()) log.info({ code, ms: Date.now() - stopSignalledAt() }, 'stopped');
     process.exit(code);
   };
   let starting!: Promise<{ stop(): Promise<void> }>;
   const handler = (signal: string) => {
-    if (stopSignalledAt) {
-      if (Date.now() - stopSignalledAt < REPEAT_WINDOW_MS) return;
+    if (stopSignalledAt()) {
+      if (Date.now() - stopSignalledAt() < REPEAT_WINDOW_MS) return;
       log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    stopSignalledAt = Date.now();
+    noteStopSignal();
     log.info({ signal }, 'shutting down');
     const serviceBudget = config.SHUTDOWN_TIMEOUT_MS + STOP_MARGIN_MS;
     setTimeout(() => {

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { OWN_APPLICATION_NAME } from './session-name.ts';
 import { pubsubLag } from '../prom.ts';
 import { log } from '../log.ts';
+import { stopSignalledAt } from '../stop-signal.ts';
 
 const CHANNEL = 'app_events';
 // NOTIFY payloads are capped at 8000 bytes; larger messages travel as a reference.
@@ -101,7 +102,8 @@ export class PgPubSub {
       const wasUp = this.client === client;
       if (wasUp) (this.client = undefined), this.setListening(false);
       if (this.closed) return;
-      if (wasUp) log.warn({ err: err?.message ?? 'connection ended' }, 'pubsub connection lost; reconnecting');
+      if (wasUp && stopSignalledAt()) log.info({ err: err?.message ?? 'connection ended' }, 'pubsub connection ended by the stop; reconnecting until it is closed');
+      else if (wasUp) log.warn({ err: err?.message ?? 'connection ended' }, 'pubsub connection lost; reconnecting');
       else log.debug({ err: err?.message }, 'pubsub connection failed; trying again');
       this.connecting = undefined;
       client.end().catch(() => {});
