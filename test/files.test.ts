@@ -11,6 +11,7 @@ import { newId } from '../src/ids.ts';
 import { ORPHAN_GRACE_MS, ORPHAN_SWEEP_TASK, sweepOrphanFiles } from '../src/files/orphans.ts';
 import { closeFileStore, fileStore } from '../src/files/store.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { retentionPass } from './support/retention.ts';
 import { createWebhook } from './support/webhooks.ts';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -124,8 +125,7 @@ describe('file store', () => {
       expect(Buffer.from(await direct.Body!.transformToByteArray()).equals(file)).toBe(true);
       client.destroy();
 
-      const { runRetention } = await import('../src/retention/run.ts');
-      await runRetention(app.rt, { now: new Date(Date.now() + 30 * 86_400_000) });
+      await retentionPass(app.rt, { now: new Date(Date.now() + 30 * 86_400_000) });
       const gone = await fetch(`${app.url}/v1/files/${ref.id}`, { headers: { authorization: `Bearer ${apiKey}` } });
       expect(gone.status).toBe(410);
       const link2 = await fetch(app.url + u.pathname + u.search);

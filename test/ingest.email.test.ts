@@ -9,6 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setProjectQuota } from '../src/projects/service.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { retentionPass } from './support/retention.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingestingProject } from './support/webhooks.ts';
 
@@ -438,7 +439,6 @@ describe('email ingest: review fixes', () => {
 describe('email ingest: the raw message is the retained source', () => {
   it('keeps the raw message byte for byte beside the envelope: DLQ export sourceBase64, usage envelope+raw, purged by retention', async () => {
     const { readUsage } = await import('../src/projects/usage.ts');
-    const { runRetention } = await import('../src/retention/run.ts');
     const { projectId, apiKey } = await app.project('starter');
     const hook = await createWebhook(app, apiKey, { url: receiver.url });
     const raw = Buffer.from(
@@ -480,7 +480,7 @@ describe('email ingest: the raw message is the retained source', () => {
     // Retention purges the source with the body, and counts both down.
     const put = await app.api(apiKey, 'PUT', `/v1/webhooks/${hook.id}/quota-overrides`, { payload_retention_seconds: 60 });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
-    await runRetention(app.rt, { now: new Date(Date.now() + 120_000) });
+    await retentionPass(app.rt, { now: new Date(Date.now() + 120_000) });
     const { rows: after } = await db().query('SELECT body, source_body FROM events WHERE id = $1', [rows[0].id]);
     expect(after[0]).toEqual({ body: null, source_body: null });
     expect((await readUsage(app.rt, projectId)).stored_payload_bytes).toBe(before);

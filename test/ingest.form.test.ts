@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setProjectQuota } from '../src/projects/service.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { retentionPass } from './support/retention.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook } from './support/webhooks.ts';
 
@@ -336,8 +337,7 @@ describe('form ingest', () => {
     const { rows } = await db().query('SELECT id FROM files WHERE event_id = $1', [res.body.eventId]);
     const id = rows[0].id;
     const before = await fileBytes(starter.projectId);
-    const { runRetention } = await import('../src/retention/run.ts');
-    const report = await runRetention(app.rt, { now: new Date(Date.now() + 8 * 86_400_000) });
+    const report = await retentionPass(app.rt, { now: new Date(Date.now() + 8 * 86_400_000) });
     expect(report.filesPurged).toBeGreaterThanOrEqual(1);
     const gone = await fetch(`${app.url}/v1/files/${id}`, { headers: { authorization: `Bearer ${starter.apiKey}` } });
     expect(gone.status).toBe(410);
@@ -487,9 +487,8 @@ describe('file retention follows the current payload retention', () => {
     const before = await fileBytes(starter.projectId);
     const put = await app.api(starter.apiKey, 'PUT', `/v1/webhooks/${hook.id}/quota-overrides`, { payload_retention_seconds: 60 });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
-    const { runRetention } = await import('../src/retention/run.ts');
     // Two minutes on: past the tightened retention (60 s), far from the tier's (fixed in expires_at).
-    const report = await runRetention(app.rt, { now: new Date(Date.now() + 120_000) });
+    const report = await retentionPass(app.rt, { now: new Date(Date.now() + 120_000) });
     expect(report.filesPurged).toBeGreaterThanOrEqual(1);
     const { rows: after } = await db().query('SELECT state FROM files WHERE id = $1', [rows[0].id]);
     expect(after[0].state).toBe('purged');

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleBacklog } from '../src/metrics/backlog.ts';
 import { SKETCH_RELATIVE_ERROR } from '../src/metrics/sketch.ts';
-import { runRetention } from '../src/retention/run.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
+import { retentionPass } from './support/retention.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
@@ -146,7 +146,7 @@ describe('metrics and backlog', () => {
     for (const table of ['webhook_metric_buckets', 'webhook_backlog_samples']) {
       await app.rt.db.pool.query(`INSERT INTO ${table} (webhook_id, size, bucket_start, project_id) VALUES ($1, 60, $2, $3), ($1, 60, now(), $3)`, [wh.id, old, projectId]);
     }
-    await runRetention(app.rt);
+    await retentionPass(app.rt);
     for (const table of ['webhook_metric_buckets', 'webhook_backlog_samples']) {
       const { rows } = await app.rt.db.pool.query(`SELECT bucket_start FROM ${table} WHERE webhook_id = $1`, [wh.id]);
       expect(rows).toHaveLength(1);
