@@ -95,7 +95,6 @@ export async function migrateDatabase(url: string) {
   log.info({ applied, ms: Date.now() - started }, 'migrations up to date');
 }
 
-
 /** A signal repeated this soon is the same stop, relayed (npm passes on what the process group already got). */
 const REPEAT_WINDOW_MS = 2_000;
 /** After a signal, the service's stop gets SHUTDOWN_TIMEOUT_MS (in-flight requests) and this much more (jobs, pools). */
