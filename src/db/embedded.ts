@@ -8,8 +8,8 @@ import lockfile from 'proper-lockfile';
 import pg from 'pg';
 import { postgresBinaries, ROOT_PLACE } from './postgres-binaries.ts';
 import { OWN_APPLICATION_NAME } from './session-name.ts';
-import { processStat } from '../process-identity.ts';
-import { EmbeddedDatabaseError, initCluster, isAlive, PASSWORD, postgresUser, spawnPostmaster, stopPostmaster, USER, type Postmaster } from './postgres-process.ts';
+import { isAlive, processStat } from '../process-identity.ts';
+import { EmbeddedDatabaseError, initCluster, PASSWORD, postgresUser, spawnPostmaster, stopPostmaster, USER, type Postmaster } from './postgres-process.ts';
 
 export { EmbeddedDatabaseError };
 

@@ -7,7 +7,8 @@ import { chmod, cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { EmbeddedDatabaseError, isAlive, type PostgresBinaries, type RunAs } from './postgres-process.ts';
+import { isAlive } from '../process-identity.ts';
+import { EmbeddedDatabaseError, type PostgresBinaries, type RunAs } from './postgres-process.ts';
 
 export type { PostgresBinaries };
 

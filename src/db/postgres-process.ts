@@ -7,8 +7,6 @@ import path from 'node:path';
 import { childEnvironment } from '../config.ts';
 import { isAlive } from '../process-identity.ts';
 
-export { isAlive };
-
 /** PostgreSQL's programs, where this process may run them from (see postgres-binaries.ts). */
 export interface PostgresBinaries {
   /** The directory holding bin/, lib/ and share/ (the programs find their libraries and share files from it). */
@@ -157,7 +155,6 @@ export async function spawnPostmaster(
   if (failure) throw new EmbeddedDatabaseError(`PostgreSQL could not be started from ${bin.postgres}: ${(failure as NodeJS.ErrnoException).code ?? failure.message}`);
   throw new EmbeddedDatabaseError(`PostgreSQL did not start in ${dataDir} on port ${port}: ${lastLine(output) || `exit ${child.exitCode ?? child.signalCode}`}`);
 }
-
 
 /**
  * Stops a postmaster without waiting for its clients: fast shutdown (SIGINT: sessions are ended,
