@@ -159,7 +159,9 @@ describe('slot leases', () => {
     const open = gate();
     const receiver = await startReceiver((_r, n) => (n <= 2 ? { status: 200, until: open.opened } : { status: 200 }));
     const { projectId } = await app.project('pro');
-    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2 });
+    // The first two requests stay open until the end (through a renewal and a new drain): a timeout
+    // of 5 s could end them first in a slow run, and their retries would be sent twice.
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2, timeoutMs: 30_000 });
     for (let i = 0; i < 8; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
     await waitFor(() => receiver.inFlight === 2 || null, 10_000);
     // The lease runs out under the drain (as when its renewals could not reach the database).
@@ -182,7 +184,7 @@ describe('slot leases', () => {
     const open = gate();
     const receiver = await startReceiver(() => ({ status: 200, until: open.opened }));
     const { projectId } = await app.project('pro');
-    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3 });
+    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3, timeoutMs: 30_000 });
     for (let i = 0; i < 15; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
     // Three requests open; the drain holds more deliveries claimed, waiting for those slots.
     await waitFor(() => receiver.inFlight === 3 || null, 10_000);

@@ -264,6 +264,8 @@ interface StartOptions {
   avoidPorts?: number[];
   /** Nobody else uses this cluster (test and bench harnesses): stop it even if sessions remain. */
   exclusive?: boolean;
+  /** Server settings of this start beside the service's own (which they override): a test run's cluster. */
+  settings?: Record<string, string>;
 }
 
 /**
@@ -291,6 +293,7 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
   const ownerFile = `${dataDir}.owner`;
   const bin = await postgresBinaries(runAs);
   let port = options.port ?? 0;
+  const flags = [...FLAGS, ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
   let postmaster: Postmaster | undefined;
   let owner = false;
   let stopped = false;
@@ -325,7 +328,7 @@ export async function startEmbeddedPostgres(dir: string, options: StartOptions =
           if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await initCluster(bin, dataDir, runAs, log);
           if (!port) port = await freePort(options.avoidPorts);
           try {
-            postmaster = await spawnPostmaster(bin, dataDir, port, FLAGS, runAs, log, () => accepts(port), READY_TIMEOUT_MS);
+            postmaster = await spawnPostmaster(bin, dataDir, port, flags, runAs, log, () => accepts(port), READY_TIMEOUT_MS);
           } catch (e) {
             // Started meanwhile by another process (one that took over a lock this process held too long): share it.
             if (attempt < 2 && runningCluster(dataDir)) continue;

@@ -33,17 +33,21 @@ async function start(): Promise<Cluster> {
   if (!cluster.serverUrl) {
     cluster.dir = await mkdtemp(path.join(os.tmpdir(), 'test-pg-'));
     await chmod(cluster.dir, 0o755);
-    cluster.embedded = await startEmbeddedPostgres(path.join(cluster.dir, 'data'), { exclusive: true });
+    // The run's own cluster keeps at most 256 MB of WAL (PostgreSQL's default is 1 GB): every
+    // test database is a WAL-logged copy of the template, and a CI machine's disk may be small.
+    // Nor does it wait for the disk: three test files at once each copy a database of 12-45 MB
+    // through the WAL, and on a slow disk the checkpoints and WAL flushes that follow can hold the
+    // run's commits back for seconds. Durability across an operating system crash is nothing a
+    // test run needs (a commit still writes its WAL before it answers, so a killed process loses
+    // nothing). Services a test starts on a cluster of their own keep the service's settings.
+    cluster.embedded = await startEmbeddedPostgres(path.join(cluster.dir, 'data'), {
+      exclusive: true,
+      settings: { max_wal_size: '256MB', fsync: 'off', full_page_writes: 'off' },
+    });
     cluster.serverUrl = cluster.embedded.url;
   }
   const admin = new pg.Client({ connectionString: cluster.serverUrl });
   await admin.connect();
-  if (cluster.embedded) {
-    // The run's own cluster keeps at most 256 MB of WAL (PostgreSQL's default is 1 GB): every
-    // test database is a WAL-logged copy of the template, and a CI machine's disk may be small.
-    await admin.query(`ALTER SYSTEM SET max_wal_size = '256MB'`);
-    await admin.query(`SELECT pg_reload_conf()`);
-  }
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
   await admin.end();
