@@ -211,7 +211,16 @@ describe('slot leases', () => {
     const { projectId } = await app.project('pro');
     const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 3, timeoutMs: 25_000 });
     const first = await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i: 0 }));
-    await waitFor(() => receiver.inFlight === 1 || null, 10_000);
+    await waitFor(() => receiver.inFlight === 1 || null, 10_000).catch(async (err) => {
+      // Once on a CI run the first request had not come after 10 s: say where the delivery was.
+      const state = await app.rt.db.pool.query(
+        `SELECT d.status, d.attempts, d.lease_until, d.slot_lease, (SELECT json_agg(j) FROM (SELECT key, run_at, attempts, locked_at, last_error FROM graphile_worker._private_jobs) j) AS jobs,
+                (SELECT json_agg(l) FROM webhook_slot_leases l WHERE l.webhook_id = d.webhook_id) AS leases
+           FROM deliveries d WHERE d.id = $1`,
+        [first.deliveryId],
+      );
+      throw new Error(`${(err as Error).message}; received ${receiver.received.length}; ${JSON.stringify(state.rows[0])}`);
+    });
     // Events keep coming while the first request stays open, past the drain's 5 s budget.
     const startedAt = Date.now();
     let late: string | null = null;
