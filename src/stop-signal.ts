@@ -7,6 +7,6 @@ export function stopSignalledAt(): number {
   return signalledAt;
 }
 
-export function noteStopSignal(at = Date.now()): void {
-  signalledAt = at;
+export function noteStopSignal(): void {
+  signalledAt = Date.now();
 }

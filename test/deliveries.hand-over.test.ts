@@ -154,7 +154,7 @@ describe('ingest handing deliveries to a drain in the same process', () => {
       expect((await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = $1`, [`del:${d.id}`])).rows[0].n).toBe(0);
       // The sweep leaves a waiting delivery alone for 20 s; this one waited longer.
       await app.rt.db.pool.query(`UPDATE deliveries SET updated_at = now() - interval '30 seconds' WHERE id = $1`, [d.id]);
-      await waitFor(async () => (await sweepDeliveries(app.rt)) > 0 || null, 20_000);
+      await waitFor(async () => (await sweepDeliveries(app.rt)).requeued > 0 || null, 20_000);
       app.rt.runners.nudge();
       await waitFor(() => receiver.received.length === 1 || null, 20_000);
       await waitFor(async () => (await app.rt.db.pool.query('SELECT status FROM deliveries WHERE id = $1', [d.id])).rows[0].status === 'succeeded' || null, 20_000);
@@ -341,7 +341,7 @@ describe('ingest claiming deliveries for a drain in the same process (direct cla
     await waitFor(async () => ((await leases(wh.id)) === 0 && !app.rt.runners.drainRunning(wh.id)) || null, 20_000);
     expect(receiver.received).toHaveLength(1);
     await app.rt.db.pool.query(`UPDATE deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`, [d.id]);
-    await waitFor(async () => (await sweepDeliveries(app.rt)) > 0 || null, 20_000);
+    await waitFor(async () => (await sweepDeliveries(app.rt)).requeued > 0 || null, 20_000);
     app.rt.runners.nudge();
     await waitFor(async () => (await deliveryOf(wh.id, 1)).status === 'succeeded' || null, 20_000);
     expect(receiver.received.map((r) => JSON.parse(r.body.toString()).n).sort()).toEqual([0, 1]);

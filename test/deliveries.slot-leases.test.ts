@@ -3,11 +3,11 @@ import { newId } from '../src/ids.ts';
 import { claimDeliveryBatch } from '../src/deliveries/claim-batch.ts';
 import { renewSlotLease } from '../src/deliveries/slot-lease.ts';
 import { isGoneLocalHolder, LEASE_HOLDER } from '../src/deliveries/lease-holder.ts';
-import { sweepDeliveries } from '../src/deliveries/sweep.ts';
 import { spawnSync } from 'node:child_process';
 import { pauseWebhook, resumeWebhook } from '../src/webhooks/lifecycle.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
 import { createFixtureWebhook, enqueueFixtureEvent } from './support/delivery-fixture.ts';
+import { sweepPass } from './support/passes.ts';
 import { gate, startReceiver } from './support/receiver.ts';
 
 // maxInFlight as slot leases (src/deliveries/slot-lease.ts): a drain leases a block of its
@@ -105,17 +105,14 @@ describe('slot leases', () => {
     const place = LEASE_HOLDER!.replace(/:\d+:\d+$/, '');
     for (const live of [LEASE_HOLDER!, `another-boot/1:1:1`]) {
       await setHolder(live);
-      await sweepDeliveries(app.rt);
+      await sweepPass(app.rt);
       expect(await leases(wh.id)).toBe(1);
       expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE id = $1 AND status = 'delivering' AND lease_until > now() + interval '10 seconds'`, [ids[0]])).toBe(1);
     }
     expect(receiver.received).toHaveLength(0);
     await setHolder(`${place}:${spawnSync(process.execPath, ['-e', '']).pid}:1`);
-    // The app's own sweeper may hold the sweep lock at that moment (a sweep then gives way): sweep until one ran.
-    await waitFor(async () => {
-      await sweepDeliveries(app.rt);
-      return (await count(`SELECT count(*)::int AS n FROM webhook_slot_leases WHERE id = $1`, [other])) === 0 || null;
-    }, 10_000);
+    await sweepPass(app.rt);
+    expect(await count(`SELECT count(*)::int AS n FROM webhook_slot_leases WHERE id = $1`, [other])).toBe(0);
     await waitFor(async () => (await succeeded(wh.id)) === 3 || null, 10_000);
     expect(receiver.received).toHaveLength(3);
     await receiver.close();

@@ -11,7 +11,7 @@ import { newId } from '../src/ids.ts';
 import { ORPHAN_GRACE_MS, ORPHAN_SWEEP_TASK, sweepOrphanFiles } from '../src/files/orphans.ts';
 import { closeFileStore, fileStore } from '../src/files/store.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
-import { retentionPass } from './support/retention.ts';
+import { retentionPass } from './support/passes.ts';
 import { createWebhook } from './support/webhooks.ts';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');

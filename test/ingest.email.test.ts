@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setProjectQuota } from '../src/projects/service.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
-import { retentionPass } from './support/retention.ts';
+import { retentionPass } from './support/passes.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingestingProject } from './support/webhooks.ts';
 

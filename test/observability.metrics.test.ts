@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleBacklog } from '../src/metrics/backlog.ts';
 import { SKETCH_RELATIVE_ERROR } from '../src/metrics/sketch.ts';
 import { startTestApp, waitFor, type TestApp } from './support/app.ts';
-import { retentionPass } from './support/retention.ts';
+import { retentionPass } from './support/passes.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 

@@ -13,14 +13,16 @@ const SWEEP_LOCK = 727_003;
  * deliveries that have no live job — an attempt whose runner died (lease expired; the
  * dead runner's job stays locked in graphile-worker for hours), a job lost with a crashed
  * runner's local queue, or a FIFO head whose predecessor's hand-off never committed.
- * Duplicate jobs are harmless: the claim lets only one attempt through.
+ * Duplicate jobs are harmless: the claim lets only one attempt through. `ran` is false when
+ * another runner's sweep held the lock (this one then does nothing); `requeued`: the deliveries
+ * given a job.
  */
-export async function sweepDeliveries(rt: Runtime): Promise<number> {
+export async function sweepDeliveries(rt: Runtime): Promise<{ ran: boolean; requeued: number }> {
   // A session-level lock held across statements: on the server itself, never through a pooler.
   const client = await rt.db.direct.connect();
   try {
     const { rows: lock } = await client.query('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
-    if (!lock[0].ok) return 0;
+    if (!lock[0].ok) return { ran: false, requeued: 0 };
     try {
       // Leases of drains whose process is gone (on this machine): their slots and claims now, not once they run out.
       const released = await releaseGoneHoldersLeases(client);
@@ -51,7 +53,7 @@ export async function sweepDeliveries(rt: Runtime): Promise<number> {
       await client.query(`DELETE FROM webhook_slot_leases WHERE expires_at < now() - interval '1 minute'`);
       // deliveryUpdated listeners of processes that died.
       await deleteExpiredDeliveryListeners(client);
-      return rows.length;
+      return { ran: true, requeued: rows.length };
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
     }

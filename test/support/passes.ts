@@ -1,3 +1,6 @@
+// Passes of the service's background work that take an advisory lock (a test app's own runner
+// may hold it at that moment), asked for by a test: each runs until one ran.
+import { sweepDeliveries } from '../../src/deliveries/sweep.ts';
 import { runRetention, type RetentionOptions, type RetentionReport } from '../../src/retention/run.ts';
 import { waitFor } from './app.ts';
 
@@ -15,4 +18,17 @@ export async function retentionPass(rt: RetentionRuntime, opts: RetentionOptions
     return report.ran ? report : null;
   }, 10_000, 100);
   return ran!;
+}
+
+/**
+ * One delivery sweep that ran: a test app's own sweeper (every 5 s) takes the same advisory lock,
+ * and a sweep that finds it taken does nothing (`ran: false`); tried again until one runs. Answers
+ * how many deliveries it gave a job.
+ */
+export async function sweepPass(rt: Parameters<typeof sweepDeliveries>[0]): Promise<number> {
+  const swept = await waitFor(async () => {
+    const sweep = await sweepDeliveries(rt);
+    return sweep.ran ? sweep : null;
+  }, 10_000, 50);
+  return swept!.requeued;
 }
