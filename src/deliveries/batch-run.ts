@@ -198,8 +198,11 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       .then((kept) => {
         // A change came in while this renewal was under way: the next renewal decides.
         if (changes !== seen && kept > 0) lease.validUntil = 0;
-        if (kept === 0) slots.abandon();
-        else if (kept < slots.size) slots.size = kept;
+        if (kept === 0) {
+          // Lost: the loop ends now (it may be waiting for a slow answer) and hands the webhook on.
+          slots.abandon();
+          drain.wake();
+        } else if (kept < slots.size) slots.size = kept;
       })
       .catch((err) => log.warn({ err }, 'could not renew a slot lease'));
   };
@@ -352,37 +355,37 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     // (another runner may take them) rather than handing them to this drain until its last answer.
     drain.accepting = false;
     drain.direct = null;
-    // A lost lease: a new drain (under a new lease) takes the webhook's next jobs at once, while
-    // this one waits for its attempts under way.
-    if (lease.slots === 0) stopDraining();
-    // Time is up and attempts are still open a moment later (a slow answer, up to the webhook's
-    // timeout): the slots they do not need go back, and the webhook's work goes to a new drain
-    // now rather than after the slowest answer. (A fast receiver's last answers come within the
-    // moment: then the lease goes back whole, below, before the hand-off.)
+    // The webhook's work goes to a new drain now, not after this one's slowest answer: its next
+    // jobs start one, and a hand-off job takes the deliveries named here.
     let handedOn = false;
-    if (handOff && !single && lease.slots > 0 && !drain.stopping && !signal?.aborted && pending > 0) {
+    const handOnNow = async () => {
+      stopDraining();
+      const left = drain.take();
+      try {
+        await handOffDueDeliveries(db, drained);
+        handedOn = true;
+      } finally {
+        // Not handed on: put back, the hand-off below takes them.
+        if (!handedOn) drain.putBack(left.ids);
+        left.release();
+      }
+    };
+    // Should the database fail here, the drain ends the usual way below (the webhook handed on
+    // once its last answer came).
+    const early = (err: unknown) => log.warn({ err, webhookId: drained }, 'could not hand the webhook on early; it is handed on once its last answer came');
+    if (lease.slots === 0) {
+      // A lost lease: a new drain (under a new lease) takes over at once, while this one waits
+      // for its attempts under way.
+      if (pending > 0 && !single && !drain.stopping && !signal?.aborted) await handOnNow().catch(early);
+      else stopDraining();
+    } else if (handOff && !single && !drain.stopping && !signal?.aborted && pending > 0) {
+      // Time is up and attempts are still open a moment later (a slow answer, up to the webhook's
+      // timeout): the slots they do not need go back first. (A fast receiver's last answers come
+      // within the moment: then the lease goes back whole, below, before the hand-off.)
       for (const until = Date.now() + TAIL_GRACE_MS; pending > 0 && Date.now() < until; drain.sleep()) {
         await Promise.race([drain.woken(), new Promise((r) => setTimeout(r, Math.max(until - Date.now(), 1)))]);
       }
-      if (pending > 0) {
-        // Should the database fail here, the drain ends the usual way below (its lease whole until
-        // the slowest answer, then released, and the webhook handed on then).
-        try {
-          await shrinkSlotLease(db, lease, pending);
-          stopDraining();
-          const left = drain.take();
-          try {
-            await handOffDueDeliveries(db, drained);
-            handedOn = true;
-          } finally {
-            // Not handed on: put back, the hand-off below takes them.
-            if (!handedOn) drain.putBack(left.ids);
-            left.release();
-          }
-        } catch (err) {
-          log.warn({ err, webhookId: drained }, 'could not hand the webhook on early; it is handed on once its last answer came');
-        }
-      }
+      if (pending > 0) await shrinkSlotLease(db, lease, pending).then(handOnNow).catch(early);
     }
     // Every attempt answered (or, when shutting down, the waiting ones deferred): the slots go
     // back. The drain stays registered meanwhile, so that this runner's next jobs of the webhook

@@ -15,13 +15,15 @@ const JOIN_WAIT_MS = 50;
 export class Drain {
   private waiting = new Map<string, () => void>();
   private wakeUp: (() => void) | null = null;
+  /** A wake that came while the loop was not waiting (in a claim, say): its next wait returns at once. */
+  private woke = false;
   /**
    * The drain could claim more now: a delivery named now wakes it, rather than waiting for an
    * attempt in flight to finish (which, with a slow receiver, could take the webhook's whole
    * timeout). Whether it claims at once is the drain's (batch-run.ts: in a backlog it waits for
-   * its next batch).
+   * its next batch). True from the start: one named while the first claim runs is claimed next.
    */
-  roomLeft = false;
+  roomLeft = true;
 
   get size() {
     return this.waiting.size;
@@ -41,8 +43,15 @@ export class Drain {
     return joined;
   }
 
-  /** Resolves at the next wake: a join the drain can claim at once, or an attempt answered. */
+  /**
+   * Resolves at the next wake: a join the drain can claim at once, or an attempt answered; at
+   * once when one came since the last wait ended (a wake is never lost while the loop is busy).
+   */
   woken(): Promise<void> {
+    if (this.woke) {
+      this.woke = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       this.wakeUp = () => {
         this.wakeUp = null;
@@ -52,7 +61,8 @@ export class Drain {
   }
 
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp) this.wakeUp();
+    else this.woke = true;
   }
 
   /** The runner is shutting down: claim nothing more, and what waits for a slot goes back to wait for another runner. */
@@ -98,7 +108,7 @@ export class Drain {
     this.onChange = fn;
   }
 
-  /** No join wakes the drain any more (it is waiting for nothing). */
+  /** Its wait ended otherwise (a timer won the race): a wake from now on is kept for its next wait. */
   sleep(): void {
     this.wakeUp = null;
   }
