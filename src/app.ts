@@ -3,7 +3,7 @@ import { makeWorkerUtils, run, type Runner, type Task, type WorkerEvents } from 
 import { beforeRunnerStart, createTaskList, CRONTAB } from '../jobs/index.ts';
 import { startTracing, tracingEnabled, withSpan } from './tracing.ts';
 import type { Config } from './config.ts';
-import { connectDatabase } from './db/client.ts';
+import { connectDatabase, poolForJobRunner } from './db/client.ts';
 import { PgPubSub } from './db/pubsub.ts';
 import { quietLogger, workerLogger } from './db/migrate.ts';
 import { ingestRoutes, startIngestServers, type ChannelServer } from './ingest/channels.ts';
@@ -52,6 +52,8 @@ export interface App {
   metricsPort?: number;
   runner?: Runner;
   stop(): Promise<void>;
+  /** What a stop under way is waiting for (said should it run out of time). */
+  readonly stopStep: string;
 }
 
 /**
@@ -156,13 +158,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
         }) as Task,
       ]),
     );
+    const runnerPool = poolForJobRunner(db.relaxedPool);
     const startRunner = async () => {
       let poolId: string | undefined;
       const events: WorkerEvents = new EventEmitter();
       events.on('pool:create', ({ workerPool }) => (poolId = workerPool.id));
       const dead = runnerDeath(events);
       const started = await run({
-        pgPool: db.relaxedPool,
+        pgPool: runnerPool,
         events,
         concurrency: config.WORKER_CONCURRENCY,
         taskList,
@@ -232,6 +235,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   }
 
   let stopping: Promise<void> | undefined;
+  /** What a stop under way is waiting for (said when it runs out of time). */
+  let stopStep = 'not stopping';
   return {
     rt,
     http,
@@ -239,6 +244,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
     metricsPort: metricsServer?.port,
     get runner() {
       return runner;
+    },
+    get stopStep() {
+      return stopStep;
     },
     stop() {
       stopRequested = true;
@@ -260,24 +268,32 @@ export async function startApp(opts: AppOptions): Promise<App> {
           // (retried, never lost), and the pools below are closed regardless.
           // A runner whose pool stopped on its own is already stopped: graphile-worker refuses a second stop.
           const stopRunner = runner?.stop().catch((err: unknown) => log.debug({ err: err instanceof Error ? err.message : err }, 'the job runner was already stopped'));
+          stopStep = 'open HTTP requests and ingest connections';
           await Promise.all([http?.close(config.SHUTDOWN_TIMEOUT_MS), ...Object.values(channelServers).map((s) => s.close())]);
           await metricsServer?.close();
           unwatch();
           unwatchIngestTargets();
           sweeper?.stop();
           drainScheduler?.stop();
+          stopStep = restarting ? 'the job runner (being started again)' : 'the job runner';
           await within(Promise.all([stopRunner, restarting]), RUNNER_STOP_MS, 'the job runner');
         } finally {
           clearTimeout(cutAttempts);
         }
+        stopStep = 'metrics rollups and ingest counts';
         await engine?.rollups?.stop();
         await flushIngestCounts(rt);
+        stopStep = 'outbound connections';
         await engine?.senders.close();
         closeFileStore(config);
+        stopStep = 'the pubsub connection and the worker utilities';
         await pubsub.close();
         await workerUtils.release();
+        stopStep = 'the database pools';
         await within(db.close(), POOLS_CLOSE_MS, 'the database pools');
+        stopStep = 'tracing';
         await tracing.stop();
+        stopStep = 'stopped';
       })();
       return stopping;
     },

@@ -111,7 +111,7 @@ const CLEANUP_BUDGET_MS = 2_000;
  * by default) the process exits 1 with whatever is left unfinished, as a process manager's
  * SIGKILL would end it a little later anyway.
  */
-export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<void> }>, cleanup: () => Promise<void> = async () => {}) {
+export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<void>; readonly stopStep?: string }>, cleanup: () => Promise<void> = async () => {}) {
   // The process ends through `exit` only: not on its own while a start-up awaits something that
   // holds no handle, nor before a signal sent to itself has been handled.
   setInterval(() => {}, 1 << 30);
@@ -125,7 +125,8 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
     if (stopSignalledAt()) log.info({ code, ms: Date.now() - stopSignalledAt() }, 'stopped');
     process.exit(code);
   };
-  let starting!: Promise<{ stop(): Promise<void> }>;
+  let starting!: Promise<{ stop(): Promise<void>; readonly stopStep?: string }>;
+  let started: { readonly stopStep?: string } | undefined;
   const handler = (signal: string) => {
     if (stopSignalledAt()) {
       if (Date.now() - stopSignalledAt() < REPEAT_WINDOW_MS) return;
@@ -136,7 +137,7 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
     log.info({ signal }, 'shutting down');
     const serviceBudget = config.SHUTDOWN_TIMEOUT_MS + STOP_MARGIN_MS;
     setTimeout(() => {
-      log.warn({ ms: serviceBudget }, 'the service did not stop in time; stopping the database and exiting');
+      log.warn({ ms: serviceBudget, waitingFor: started?.stopStep }, 'the service did not stop in time; stopping the database and exiting');
       void exit(1);
     }, serviceBudget).unref();
     setTimeout(() => {
@@ -146,7 +147,7 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
     // A start-up that fails is not a clean stop: the start-up path below exits, with 1.
     starting.then(
       (app) =>
-        app.stop().then(
+        (started = app).stop().then(
           () => exit(0),
           (err) => {
             log.error({ err }, 'shutdown failed');

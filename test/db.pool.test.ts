@@ -1,4 +1,8 @@
+import net from 'node:net';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { poolForJobRunner } from '../src/db/client.ts';
+import { isDatabaseUnavailable } from '../src/errors.ts';
 import { evaluateAlerts } from '../src/alerts/evaluate.ts';
 import { runRetention } from '../src/retention/run.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -41,4 +45,48 @@ describe('connection pools', () => {
     expect(retention.ran).toBe(true);
     expect(app.rt.db.direct).not.toBe(app.rt.db.pool);
   }, 30_000);
+});
+
+/** A server on loopback that answers every connection's start-up as PostgreSQL does while it starts: FATAL 57P03. */
+async function startingUpServer() {
+  const server = net.createServer((socket) => {
+    socket.once('data', () => {
+      const fields = Buffer.concat([Buffer.from('SFATAL\0'), Buffer.from('C57P03\0'), Buffer.from('Mthe database system is starting up\0'), Buffer.from([0])]);
+      const head = Buffer.alloc(5);
+      head.write('E', 0);
+      head.writeInt32BE(fields.length + 4, 1);
+      socket.end(Buffer.concat([head, fields]));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as net.AddressInfo).port, close: () => new Promise((r) => server.close(r)) };
+}
+
+describe("the job runner's pool", () => {
+  it('gives a connection refused while the database starts up without the code graphile-worker would retry after 3 s and more (its stop waited for it), still read as an outage', async () => {
+    const server = await startingUpServer();
+    const pool = new pg.Pool({ host: '127.0.0.1', port: server.port, user: 'x', password: 'x', database: 'x', max: 1 });
+    pool.on('error', () => {});
+    try {
+      type Refused = Error & { code?: string; cause?: { code?: string } };
+      const refused = (connecting: Promise<unknown>) => connecting.then(() => null, (e: unknown) => e as Refused);
+      const plain = (await refused(pool.connect()))!;
+      expect(plain.code).toBe('57P03');
+      const runner = poolForJobRunner(pool);
+      const viaPromise = (await refused(runner.connect()))!;
+      const viaCallback = await new Promise<Refused>((r) => runner.connect((err) => r(err as Refused)));
+      for (const err of [viaPromise, viaCallback]) {
+        expect(err.code).toBeUndefined();
+        expect(err.message).toBe('the database system is starting up');
+        expect(err.cause?.code).toBe('57P03');
+        expect(isDatabaseUnavailable(err)).toBe(true);
+      }
+      // Everything else is the pool's own.
+      expect(runner.options.max).toBe(1);
+      expect(runner.totalCount).toBe(pool.totalCount);
+    } finally {
+      await pool.end();
+      await server.close();
+    }
+  });
 });

@@ -159,3 +159,32 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     client.release();
   }
 }
+
+/** Errors graphile-worker retries itself after 3 s and more (up to 2 minutes), not at its next poll. */
+const SLOW_RETRIED = new Set(['57P03', 'ETIMEDOUT', 'EHOSTUNREACH']);
+
+/**
+ * The pool as a job runner (graphile-worker) is given it. graphile-worker retries a statement
+ * whose connection failed with "the database system is starting up" (57P03) or an unreachable
+ * host after 3 s, then longer, and a runner's stop waits for that retry: a stop just after the
+ * database restarted took 3 to 6 s. Its poll (WORKER_POLL_INTERVAL_MS) tries again anyway, so
+ * these errors reach it without the code it retries on (the original as `cause`, which
+ * isDatabaseUnavailable still reads as an outage).
+ */
+export function poolForJobRunner(pool: pg.Pool): pg.Pool {
+  const unretried = (err: unknown) =>
+    err instanceof Error && SLOW_RETRIED.has((err as { code?: string }).code ?? '') ? new Error(err.message, { cause: err }) : err;
+  const connect = (callback?: (err: unknown, client?: pg.PoolClient, done?: (release?: unknown) => void) => void) =>
+    callback
+      ? pool.connect((err, client, done) => callback(err ? unretried(err) : err, client, done))
+      : pool.connect().catch((err: unknown) => {
+          throw unretried(err);
+        });
+  return new Proxy(pool, {
+    get(target, prop) {
+      if (prop === 'connect') return connect;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
