@@ -6,7 +6,7 @@ import { InvalidRequest, MethodNotAllowed, NotFound, OriginNotAllowed, PayloadTo
 import { discardContent, fileRef, normalContentType, keepsFileContent, storageKey, type NewFile } from '../files/service.ts';
 import { FileTooLarge, fileStore, measuring, type Measured } from '../files/store.ts';
 import { mediaType } from '../wire/body.ts';
-import { sendError, sendJson } from '../wire/respond.ts';
+import { closeAfterAnswer, sendError, sendJson } from '../wire/respond.ts';
 import { FORM_INGEST_PATH } from '../wire/ingest-paths.ts';
 import { newId } from '../ids.ts';
 import { webhookQuotas } from '../projects/quotas/limits.ts';
@@ -340,9 +340,7 @@ export function createFormIngestHandler(rt: Runtime) {
     } catch (err) {
       if (!req.readableEnded) {
         // The rest of the upload is neither read nor buffered: the answer goes out, then the connection is dropped.
-        if (!res.headersSent) res.setHeader('connection', 'close');
-        res.once('finish', () => req.destroy());
-        res.once('close', () => req.destroy());
+        closeAfterAnswer(req, res);
       }
       sendError(res, err);
     } finally {

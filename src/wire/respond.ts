@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toHttpError } from '../errors.ts';
 import { log } from '../log.ts';
 
@@ -87,4 +87,30 @@ export async function sendFetchResponse(res: ServerResponse, response: Response)
     // client went away mid-stream
   }
   res.end();
+}
+
+/** How long a connection whose upload was refused part-way stays open after its answer (see closeAfterAnswer). */
+const LINGER_MS = 2_000;
+
+/**
+ * Ends the connection of a request whose body is not read to its end (refused part-way): the answer
+ * goes out with `connection: close`, then the connection is closed, without reading the rest.
+ * Closed at once with the upload's bytes unread, the kernel would reset it rather than close it,
+ * and a client still writing could see the reset before the answer (and lose the 413). So, as
+ * nginx's lingering close: after the answer only the server's side ends (FIN); the connection is
+ * closed once the client closes it or LINGER_MS later (a client still writing meanwhile finds the
+ * connection full and reads the answer).
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  if (!res.headersSent) res.setHeader('connection', 'close');
+  const socket = req.socket as IncomingMessage['socket'] & { destroySoon?: () => void };
+  // node:http ends a `connection: close` answer with destroySoon() (a close as soon as written): here, the FIN only.
+  socket.destroySoon = () => socket.end();
+  res.once('close', () => {
+    // Not finished: the client went away first.
+    if (!res.writableFinished) return void socket.destroy();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
 }
