@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
 import { mkdtempSync, readdirSync, rmSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -439,6 +440,35 @@ describe('form ingest: review fixes', () => {
     expect(result.connection).toBe('close');
     // Dropped soon after the 15 MB file cap, not read to the end.
     expect(result.written).toBeLessThan(limit);
+  });
+
+  it('after refusing an upload part-way, ends its side of the connection (FIN) rather than resetting it under a client still holding unsent bytes', async () => {
+    // A raw client: headers, then more than the 15 MB file cap in one go, and nothing more (it neither ends nor closes).
+    const url = new URL(formUrl(wh.publicId));
+    const socket = net.connect(Number(url.port), url.hostname);
+    await new Promise((r) => socket.once('connect', r));
+    let answer = '';
+    socket.on('data', (c) => (answer += c.toString('latin1')));
+    const ended = new Promise<string>((resolve) => {
+      socket.once('end', () => resolve('end'));
+      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+    });
+    const boundary = 'XYZ';
+    socket.write(
+      `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`,
+    );
+    const part = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="f"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`);
+    const chunk = Buffer.alloc(1024 * 1024, 7);
+    const frame = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]);
+    socket.write(frame(part));
+    for (let i = 0; i < 20; i++) socket.write(frame(chunk));
+    // The server's side ends after its answer, the rest of the upload unread; closed at once, the
+    // kernel would reset the connection (ECONNRESET here) and a client still writing could miss the 413.
+    const how = await Promise.race([ended, new Promise<string>((r) => setTimeout(() => r('nothing within 10 s'), 10_000))]);
+    expect(how).toBe('end');
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    socket.destroy();
   });
 
   it('serves odd filenames safely, and a stored 8-bit content type as application/octet-stream', async () => {
