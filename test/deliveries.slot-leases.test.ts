@@ -184,17 +184,26 @@ describe('slot leases', () => {
     await receiver.close();
   });
 
-  it('a drain whose lease is lost starts nothing more under it; every delivery still goes out exactly once', async () => {
+  /**
+   * A webhook (maxInFlight 2) with `events` queued, whose first two requests the receiver holds
+   * open until `open` opens; once both are open, its drain's lease runs out under it (as when its
+   * renewals could not reach the database). The held requests stay open through a renewal and a
+   * new drain: the webhook's timeout is 30 s (at 5 s a slow run ended them first, and their retries
+   * were sent twice).
+   */
+  const leaseLostUnderTwoOpen = async (events: number) => {
     const open = gate();
     const receiver = await startReceiver((_r, n) => (n <= 2 ? { status: 200, until: open.opened } : { status: 200 }));
     const { projectId } = await app.project('pro');
-    // The first two requests stay open until the end (through a renewal and a new drain): a timeout
-    // of 5 s could end them first in a slow run, and their retries would be sent twice.
     const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2, timeoutMs: 30_000 });
-    for (let i = 0; i < 8; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
-    await waitFor(() => receiver.inFlight === 2 || null, 10_000);
-    // The lease runs out under the drain (as when its renewals could not reach the database).
+    for (let i = 0; i < events; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
+    await waitFor(() => receiver.inFlight === 2 || null, 10_000).catch(withState(wh.id, receiver));
     await app.rt.db.pool.query(`UPDATE webhook_slot_leases SET expires_at = now() - interval '1 second' WHERE webhook_id = $1`, [wh.id]);
+    return { open, receiver, wh };
+  };
+
+  it('a drain whose lease is lost starts nothing more under it; every delivery still goes out exactly once', async () => {
+    const { open, receiver, wh } = await leaseLostUnderTwoOpen(8);
     // Its next renewal (every 2 s) finds it gone: the drain starts nothing more, the claimed
     // deliveries waiting for one of its slots go back to wait, and a new drain under a new lease
     // sends them while the first two requests are still open.
@@ -210,14 +219,8 @@ describe('slot leases', () => {
   });
 
   it('a drain that finds its lease lost while every attempt it claimed is open hands the webhook on then: the next delivery goes out while they are still open', async () => {
-    const open = gate();
-    const receiver = await startReceiver((_r, n) => (n <= 2 ? { status: 200, until: open.opened } : { status: 200 }));
-    const { projectId } = await app.project('pro');
-    const wh = await createFixtureWebhook(app.rt, projectId, receiver.url, { maxInFlight: 2, timeoutMs: 30_000 });
-    for (let i = 0; i < 2; i++) await enqueueFixtureEvent(app.rt, wh, JSON.stringify({ i }));
     // Both slots' requests open, and nothing waits for a slot: no answer and no waiting attempt will wake the drain.
-    await waitFor(() => receiver.inFlight === 2 || null, 10_000).catch(withState(wh.id, receiver));
-    await app.rt.db.pool.query(`UPDATE webhook_slot_leases SET expires_at = now() - interval '1 second' WHERE webhook_id = $1`, [wh.id]);
+    const { open, receiver, wh } = await leaseLostUnderTwoOpen(2);
     // Its next renewal finds the lease gone (time is the mechanism here: a renewal every LEASE_RENEW_MS;
     // should it come later in a slow run, the drain would still claim the next delivery and this test pass anyway).
     await new Promise((r) => setTimeout(r, LEASE_RENEW_MS + 1_000));
