@@ -54,7 +54,9 @@ export async function provisionDatabase(serverUrl: string | undefined, workDir: 
       // Not created beforehand: startEmbeddedPostgres initialises the cluster when the directory is new.
       dataDir = path.join(workDir.path, 'pg');
       const started = Date.now();
-      const embedded = await startEmbeddedPostgres(dataDir, { exclusive: true });
+      // Its checkpoints go to the bench log (with the cluster's own timestamps): a stalled second
+      // in a measured phase can then be lined up with one.
+      const embedded = await startEmbeddedPostgres(dataDir, { exclusive: true, onLog: (m) => m.split('\n').filter((l) => /checkpoint (starting|complete)/.test(l)).forEach((l) => log(`PostgreSQL: ${l.trim()}`)) });
       stopEmbedded = () => embedded.stop();
       adminUrl = embedded.url;
       log(`embedded PostgreSQL on 127.0.0.1:${embedded.port} (${Date.now() - started} ms)`);

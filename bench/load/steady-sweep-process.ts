@@ -55,6 +55,8 @@ export interface SweepPhase {
   /** The load process's own event-loop delay during the phase. */
   loadLoopDelayP99Ms: number;
   connectionsOpened: number;
+  /** When the phase's first event was due (ISO time), to line it up with the cluster's checkpoints in the bench log. */
+  startedAt: string;
   /** CPU of the service and of PostgreSQL from the phase's first event until its last one arrived, per delivered event. */
   cpu: CpuPerEvent;
 }
@@ -218,6 +220,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
           await sleep(input.healthzEveryMs);
         }
       })();
+      const startedAt = new Date().toISOString();
       const { lag, seconds } = await paced(rate, total, (n) => ingest(n, answers));
       probing = false;
       await prober;
@@ -245,6 +248,7 @@ serveLoadProcess<SweepInput, SweepOutput>(async (input) => {
         slowPerSecond,
         loadLoopDelayP99Ms: Math.round(eld.percentile(99) / 1e4) / 100,
         connectionsOpened: opened - openedBefore,
+        startedAt,
         cpu: cpuPerEvent(cpuBefore, cpuAfter, e2e.length),
       });
       // A phase the service could not keep up with leaves a backlog: let it drain first.

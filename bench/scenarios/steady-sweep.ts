@@ -119,7 +119,7 @@ async function runSweep(ctx: ScenarioContext, layout: Layout, setting: Setting, 
     const project = await createBenchProject(db.url);
     const burst = ctx.burstEvents ?? BURST;
     ctx.log(`${layout.name}, ${setting.label}: sweeping ${rates.map((r) => r.perSec).join(', ')} events/s, ${ctx.sweep.seconds} s each, fresh and after a burst of ${burst}`);
-    return await ctx.runLoadProcess<SweepOutput>(
+    const out = await ctx.runLoadProcess<SweepOutput>(
       'bench/load/steady-sweep-process.ts',
       {
         serviceUrl: service.url,
@@ -137,6 +137,11 @@ async function runSweep(ctx: ScenarioContext, layout: Layout, setting: Setting, 
       // Each phase, its drain (≤ 20 s) and the burst's (≤ 120 s), twice, with room to spare.
       { timeoutMs: 4 * 60_000 + 2 * rates.length * (ctx.sweep.seconds + 25) * 1000 },
     );
+    // When each phase ran, beside the cluster's checkpoints in the bench log (a stall lines up with one or not).
+    for (const run of out.runs) {
+      for (const p of run.phases) ctx.log(`${layout.name}, ${setting.label}, ${run.label} ${p.rate}/s: from ${p.startedAt}, slow seconds [${p.slowPerSecond.join(' ')}]`);
+    }
+    return out;
   } finally {
     await service?.stop();
     await db.dispose().catch((e) => ctx.log(`could not drop the sweep database: ${e.message}`));
