@@ -195,11 +195,9 @@ export function storableText(text: string | null): string | null {
  * How long a drain's result waits for others to share its record statement when none is being
  * written: at a steady rate of a few hundred events per second each result would otherwise be a
  * statement of its own. The receiver has its answer already and the drain its slot back; only
- * the delivery's status (and its notification) comes this much later. 40 ms rather than 10: at
- * 308 events/s about 12 results share a statement instead of 3, and `npm start` on its defaults
- * spent 7 % less CPU per event (PostgreSQL 14 % less; four alternated pairs).
+ * the delivery's status (and its notification) comes this much later.
  */
-const RECORD_LINGER_MS = 40;
+const RECORD_LINGER_MS = 10;
 
 /**
  * Gathers the results of attempts finishing at about the same time on this runner into one
