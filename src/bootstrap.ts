@@ -102,6 +102,12 @@ const STOP_MARGIN_MS = 1_500;
 /** Then the clean-up (the embedded cluster's fast shutdown) gets this much before the process exits regardless. */
 const CLEANUP_BUDGET_MS = 2_000;
 
+/** A started service: its stop, and what a stop under way is waiting for (logged should it run out of time). */
+interface Served {
+  stop(): Promise<void>;
+  readonly stopStep?: string;
+}
+
 /**
  * Runs `start` with SIGTERM/SIGINT handled from its beginning (the HTTP server answers, and may be
  * told to stop, while the rest starts), and owns the process's exit: a start-up that fails exits 1,
@@ -111,7 +117,7 @@ const CLEANUP_BUDGET_MS = 2_000;
  * by default) the process exits 1 with whatever is left unfinished, as a process manager's
  * SIGKILL would end it a little later anyway.
  */
-export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<void>; readonly stopStep?: string }>, cleanup: () => Promise<void> = async () => {}) {
+export async function serveUntilSignal(start: () => Promise<Served>, cleanup: () => Promise<void> = async () => {}) {
   // The process ends through `exit` only: not on its own while a start-up awaits something that
   // holds no handle, nor before a signal sent to itself has been handled.
   setInterval(() => {}, 1 << 30);
@@ -125,8 +131,8 @@ export async function serveUntilSignal(start: () => Promise<{ stop(): Promise<vo
     if (stopSignalledAt()) log.info({ code, ms: Date.now() - stopSignalledAt() }, 'stopped');
     process.exit(code);
   };
-  let starting!: Promise<{ stop(): Promise<void>; readonly stopStep?: string }>;
-  let started: { readonly stopStep?: string } | undefined;
+  let starting!: Promise<Served>;
+  let started: Served | undefined;
   const handler = (signal: string) => {
     if (stopSignalledAt()) {
       if (Date.now() - stopSignalledAt() < REPEAT_WINDOW_MS) return;
