@@ -136,7 +136,7 @@ async function recordAttempts(db: pg.Pool | pg.PoolClient, results: AttemptResul
       automation_id: r.automation?.id ?? null,
       automation_version: r.automation?.version ?? null,
       fk: r.failure ?? null,
-      dlq_id: newId('dlq'),
+      dlq_id: status === 'failed' ? newId('dlq') : null,
     };
   });
   // One statement per webhook, each giving its webhook's in-flight slots back itself: the counter
@@ -195,9 +195,13 @@ export function storableText(text: string | null): string | null {
  * How long a drain's result waits for others to share its record statement when none is being
  * written: at a steady rate of a few hundred events per second each result would otherwise be a
  * statement of its own. The receiver has its answer already and the drain its slot back; only
- * the delivery's status (and its notification) comes this much later.
+ * the delivery's status (and its notification) comes this much later. 40 ms: at 308 events/s
+ * about 12 results share a statement instead of 3 at 10 ms, and `npm start` on its defaults spends
+ * 7-9 % less CPU per event (PostgreSQL 14 % less). Tried once and withdrawn for a stall at a rate
+ * step (240 to 480/s) in two runs; eight alternated runs of that step since showed none
+ * (docs/benchmarks.md).
  */
-const RECORD_LINGER_MS = 10;
+const RECORD_LINGER_MS = 40;
 
 /**
  * Gathers the results of attempts finishing at about the same time on this runner into one
