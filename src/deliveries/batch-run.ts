@@ -398,14 +398,18 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     await renewing;
     await releaseSlotLease(db, lease).catch((err) => log.warn({ err }, 'could not release a slot lease now; trying again in the background (it runs out by itself otherwise)'));
     stopDraining();
-    // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them, or
-    // for a webhook that turned out one-at-a-time, each its own job again.
+    // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them at
+    // once: every attempt was answered, and only results wait for their record statement (up to
+    // RECORD_LINGER_MS), which these deliveries need not wait for. For a webhook that turned out
+    // one-at-a-time, each gets its own job again once this drain's results are written.
     const left = drain.take();
     if (left.ids.length) handOff = true;
-    await Promise.all(runs);
-    if (single) for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
-    else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
+    if (single) {
+      await Promise.all(runs);
+      for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
+    } else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
     left.release();
+    await Promise.all(runs);
   }
 }
 
