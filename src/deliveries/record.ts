@@ -195,13 +195,12 @@ export function storableText(text: string | null): string | null {
  * How long a drain's result waits for others to share its record statement when none is being
  * written: at a steady rate of a few hundred events per second each result would otherwise be a
  * statement of its own. The receiver has its answer already and the drain its slot back; only
- * the delivery's status (and its notification) comes this much later. 40 ms: at 308 events/s
- * about 12 results share a statement instead of 3 at 10 ms, and `npm start` on its defaults spends
- * 7-9 % less CPU per event (PostgreSQL 14 % less). Tried once and withdrawn for a stall at a rate
- * step (240 to 480/s) in two runs; eight alternated runs of that step since showed none
- * (docs/benchmarks.md).
+ * the delivery's status (and its notification) comes this much later. 40 ms saved 7-9 % of
+ * `npm start`'s CPU per event at 308/s, but tried twice (sessions 21 and 22) it came with slow
+ * seconds at 20 % of the floor, in three of four bench runs for `start:api` + `start:worker`
+ * (docs/benchmarks.md), so 10.
  */
-const RECORD_LINGER_MS = 40;
+const RECORD_LINGER_MS = 10;
 
 /**
  * Gathers the results of attempts finishing at about the same time on this runner into one
