@@ -401,18 +401,19 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them at
     // once: every attempt was answered, and only results wait for their record statement (up to
     // RECORD_LINGER_MS), which these deliveries need not wait for. For a webhook that turned out
-    // one-at-a-time, each gets its own job again once this drain's results are written.
-    // Its results are written before the job ends, whether the hand-off worked or not.
+    // one-at-a-time, each gets its own job again once this drain's results are written. The job
+    // ends once they are, whether the hand-off worked or not.
+    const written = Promise.all(runs);
     const left = drain.take();
     if (left.ids.length) handOff = true;
     try {
       if (single) {
-        await Promise.all(runs);
+        await written;
         for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
       } else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
       left.release();
     } finally {
-      await Promise.all(runs);
+      await written;
     }
   }
 }
