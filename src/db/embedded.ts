@@ -48,16 +48,7 @@ const LOCK_UPDATE_MS = 1_000;
 const READY_TIMEOUT_MS = 30_000;
 const WATCH_INTERVAL_MS = 500;
 const RESTART_WINDOW_MS = 12_000;
-/**
- * autovacuum_naptime 30 s (PostgreSQL's default is a minute): statistics follow a fresh database's
- * growth within half a minute (a table never analyzed is analyzed empty by migrate, so its
- * estimates grow with it from the first row). Not shorter: each autovacuum pass over the tables
- * every event writes invalidates the cached plans of the statements that read them, in every
- * connection, and the next execution in each plans again (the batch claim ~6 ms, an ingest
- * statement up to 3 ms): with 5 s, that came every 5 s in a steady stream, a burst of planning
- * that showed as a slow second (docs/benchmarks.md).
- */
-const FLAGS = ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1', '-c', 'autovacuum_naptime=30s'];
+const FLAGS = ['-c', 'max_connections=300', '-c', 'fsync=on', '-c', 'listen_addresses=127.0.0.1', '-c', 'autovacuum_naptime=5s'];
 
 /**
  * A port on 127.0.0.1 that nothing listens on now, other than those in `avoid` (the ports the
