@@ -6,11 +6,10 @@ import { createWebhook, ingest, ingestingProject } from './support/webhooks.ts';
 
 // Issue 29: a webhook's slots go back when an answer comes, not when its result is written. Here
 // no result can be written at all (another transaction holds a lock their statement needs) for
-// longer than a drain lasts (5 s): every event ingested meanwhile still reaches the receiver, through
-// the drain running then and the ones after it (the API and the runner in two processes, so each
-// delivery comes to the runner as a job that joins the drain, also while it waits for its last
-// answers before it ends, and those are handed on to the next drain). Once the lock is gone, every
-// result is written.
+// longer than a drain lasts (5 s), with the API and the runner apart: every event ingested
+// meanwhile still reaches the receiver, through the drain running then and the ones after it.
+// Once the lock is gone, every result is written. (Before the slot leases, 6f7ebea, the slots
+// filled up with unrecorded attempts and the rest waited.)
 let api: TestApp;
 let runner: TestApp;
 beforeAll(async () => {
@@ -27,8 +26,7 @@ const DRAIN_ENDED_MS = 5_000 + 1_500;
 
 describe('deliveries while no result can be written', () => {
   it('keep reaching the receiver for longer than a drain lasts, and their results are written once they can be', async () => {
-    // Answers after 80 ms: a drain whose time is up waits for its last answers (up to 100 ms before
-    // it gives slots back), and the jobs that come meanwhile join it.
+    // Answers after 80 ms: each drain ends with answers still open.
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 80 }));
     const locker = new pg.Client({ connectionString: api.databaseUrl });
     await locker.connect();
