@@ -30,6 +30,15 @@ describe('connection pools', () => {
     expect(app.rt.db.pool.totalCount).toBeLessThanOrEqual(1);
   });
 
+  it("plan the service's own statements generically, on the pool and the relaxed pool; Prisma's connections keep PostgreSQL's default", async () => {
+    const app = await startTestApp({ worker: true });
+    apps.push(app);
+    const mode = async (p: pg.Pool) => (await p.query('SHOW plan_cache_mode')).rows[0].plan_cache_mode as string;
+    expect(await mode(app.rt.db.pool)).toBe('force_generic_plan');
+    expect(await mode(app.rt.db.relaxedPool)).toBe('force_generic_plan');
+    expect(await app.rt.db.prisma.$queryRawUnsafe(`SELECT current_setting('plan_cache_mode') AS mode`)).toEqual([{ mode: 'auto' }]);
+  });
+
   it('never lend the session-lock connections from the pool: two lock-holding jobs at once finish on a pool of 2', async () => {
     // The alerts evaluation and a retention pass each hold a connection for their advisory lock
     // and run their statements on the pool. Were the lock connections the pool's, the two would

@@ -12,7 +12,7 @@ import { recordLostAttempt, sendTraced } from './send-attempt.ts';
 import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
 /** How long one job drains its webhook before handing on to a new job (other webhooks get their turn). */
-const DRAIN_BUDGET_MS = 5_000;
+export const DRAIN_BUDGET_MS = 5_000;
 
 
 /**
