@@ -57,6 +57,13 @@ const schema = z.object({
    * state lives in its own row, so a job that runs again after a crash finds it done.
    */
   WORKER_COMPLETE_BATCH_MS: z.coerce.number().int().min(-1).max(1000).default(5),
+  /**
+   * How long an event of a busy webhook waits for others to share its ingest statement
+   * (src/ingest/store-batch.ts): only when its webhook's previous event came less than twice this
+   * long before, so a webhook that is not busy never waits. 0: events share a statement only when
+   * they arrive while one is on its way.
+   */
+  INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(100).default(5),
   WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(20).max(60_000).default(100),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   /**

@@ -55,6 +55,9 @@ describe('deliveryUpdated listeners', () => {
     const watched = await enqueueFixtureEvent(app.rt, wh, '{"n":2}');
     await waitFor(() => seen.some((d) => d.id === watched.deliveryId && d.status === 'succeeded') || null, 10_000);
     expect(seen.filter((d) => d.id === watched.deliveryId).map((d) => d.status)).toEqual(['delivering', 'succeeded']);
+    // The subscriber heard the result's notification on the service's connection; the test's own
+    // listener hears it by the end of its next round trip (the result had committed before it).
+    await listener.query('SELECT 1');
     expect(statuses(watched.deliveryId)).toEqual(['delivering', 'succeeded']);
 
     // It ends: the row goes, and so do the notifications.

@@ -117,14 +117,22 @@ export interface DeferredInboundEvent {
  *
  * The outcome is counted in relay_ingest_events_total, unless `count` is false: then the caller
  * counts it (countIngest) once it is final (email: a message's events commit, or are dropped,
- * together).
+ * together). `origin`: the connection the request came on (HTTP and forms), which tells a
+ * producer's requests one after another from several at once (see store-batch.ts).
  */
-export async function acceptEvent(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient, { count = true } = {}): Promise<AcceptedEvent> {
+export async function acceptEvent(
+  rt: Runtime,
+  publicId: string,
+  event: InboundEventSource,
+  admit: Admission,
+  client?: pg.PoolClient,
+  { count = true, origin }: { count?: boolean; origin?: object } = {},
+): Promise<AcceptedEvent> {
   // The channel labels this process's Prometheus series (and the ingest span).
   const { channel } = event;
   const accept = async (span: Span | null) => {
     try {
-      const accepted = await acceptOnce(rt, publicId, event, admit, client);
+      const accepted = await acceptOnce(rt, publicId, event, admit, client, origin);
       if (count) countIngest(channel, accepted);
       span?.setAttributes({ 'relay.channel': channel, 'relay.event_id': accepted.eventId, 'relay.delivery_id': accepted.deliveryId, 'relay.status': accepted.status });
       return accepted;
@@ -143,13 +151,13 @@ export function countIngest(channel: InboundEvent['channel'], outcome: AcceptedE
   else ingestEvents.inc({ channel, result: outcome.status === 'duplicate' ? 'duplicate' : 'accepted', reason: '' });
 }
 
-async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSource, admit: Admission, client?: pg.PoolClient, origin?: object): Promise<AcceptedEvent> {
   if (!PUBLIC_ID.test(publicId)) throw new NotFound('webhook');
   const cache = ingestTargets(rt);
   let { target, kept } = await cache.get(rt, publicId, client);
   for (let tries = 1; ; tries++) {
     try {
-      return await acceptFor(rt, target, event, admit, client);
+      return await acceptFor(rt, target, event, admit, client, origin);
     } catch (err) {
       // A fresh lookup goes out of date only when the webhook changes during the request.
       const stale = err instanceof StaleIngestTarget;
@@ -161,7 +169,7 @@ async function acceptOnce(rt: Runtime, publicId: string, event: InboundEventSour
   }
 }
 
-async function acceptFor(rt: Runtime, target: IngestTarget | null, source: InboundEventSource, admit: Admission, client?: pg.PoolClient): Promise<AcceptedEvent> {
+async function acceptFor(rt: Runtime, target: IngestTarget | null, source: InboundEventSource, admit: Admission, client?: pg.PoolClient, origin?: object): Promise<AcceptedEvent> {
   if (!target || target.status === 'archived') throw new NotFound('webhook');
   const admitted = admit(target);
   const { runAt, idempotency } = admitted === null || admitted instanceof Date ? { runAt: admitted, idempotency: null } : admitted;
@@ -208,6 +216,7 @@ async function acceptFor(rt: Runtime, target: IngestTarget | null, source: Inbou
       delivery,
       dedupeKey === null ? undefined : { key: dedupeKey, windowSeconds: target.dedupeWindowSeconds },
       idempotency && windowSeconds > 0 ? { key: idempotency.key, fingerprint: idempotency.fingerprint(), windowSeconds } : undefined,
+      origin,
     );
   } catch (e) {
     direct?.cancel();

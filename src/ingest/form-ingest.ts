@@ -334,7 +334,7 @@ export function createFormIngestHandler(rt: Runtime) {
         return admitPost(target);
       };
       // One statement stores the event, its delivery and the files' rows, and wakes the runners after it commits.
-      const accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit);
+      const accepted = await acceptEvent(rt, publicId, { channel: 'form', build }, admit, undefined, { origin: req.socket });
       recorded = keptNow && accepted.status !== 'duplicate';
       answer(res, location, accepted);
     } catch (err) {

@@ -50,6 +50,8 @@ export function createHttpIngestHandler(rt: Runtime) {
           body,
         },
         admitProducer(req, body, signedUrl),
+        undefined,
+        { origin: req.socket },
       );
       sendJson(res, 202, accepted);
     } catch (err) {

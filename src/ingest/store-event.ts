@@ -6,6 +6,7 @@ import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/
 import type { Runtime } from '../runtime.ts';
 import { countsTowardIngestRate, type InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
+import { ingestBatches, type BatchRow } from './store-batch.ts';
 import { insertDeliveryCtes } from '../deliveries/enqueue.ts';
 import { deliveryListenedSql } from '../deliveries/listeners.ts';
 import { ATTEMPT_TASK } from '../deliveries/job.ts';
@@ -319,6 +320,7 @@ export async function storeEvent(
   delivery?: IngestDelivery,
   dedupe?: IngestDedupe,
   idempotency?: IngestIdempotency,
+  origin?: object,
 ): Promise<DuplicateOf | null> {
   // stored_payload_bytes grows by the body and the kept source (the usage triggers count both).
   const check = ingestQuotaCheck(rt, { ...quotas, bodyBytes: event.body.length + (event.source?.body.length ?? 0), ingestRate: countsTowardIngestRate(event.channel) });
@@ -409,9 +411,56 @@ export async function storeEvent(
   // In the caller's transaction the statement counts the event (it commits, or not, with it); else
   // this process does, once the statement (or the transaction here) committed (ingest-counts.ts).
   if (isPoolClient(db)) return check?.exact || fileCheck?.exact || both ? locked(db) : run(db);
-  const duplicate = !check?.exact && !fileCheck?.exact && !both ? await run(db) : await inTransaction(db, locked);
+  // An event with nothing of its own to claim or check exactly (the hot path) may share its
+  // statement with others of its webhook (store-batch.ts); the rest go alone.
+  const batchable = delivery !== undefined && db === rt.db.pool && !check?.exact && !files && !dedupeValues && !key && !event.source;
+  const duplicate = batchable
+    ? await ingestBatches(rt).add(
+        {
+          projectId: event.projectId,
+          webhookId: event.webhookId,
+          configVersion: event.configVersion,
+          quotas,
+          ingestRate: countsTowardIngestRate(event.channel),
+          job: delivery.job !== false,
+          claimed: delivery.job === false && delivery.claim !== undefined,
+        },
+        {
+          origin,
+          row: batchRow(event, delivery),
+          body: event.body,
+          stored: (stored) => {
+            if (delivery.claim) delivery.claim.stored = stored;
+          },
+          single: () => run(db),
+        },
+      )
+    : !check?.exact && !fileCheck?.exact && !both
+      ? await run(db)
+      : await inTransaction(db, locked);
   if (!duplicate) ingestCounts(rt).add(event.webhookId, event.projectId);
   return duplicate;
+}
+
+/** The event's and its delivery's columns in a batch statement (store-batch.ts). */
+function batchRow(e: NewEvent, d: IngestDelivery): BatchRow {
+  return {
+    event_id: e.id,
+    channel: e.channel,
+    method: e.method,
+    path: e.path,
+    query: e.query,
+    headers: e.headers,
+    content_type: e.contentType,
+    payload_expires_at: e.payloadExpiresAt,
+    delivery_id: d.id,
+    destination_id: d.destinationId,
+    destination: d.destination,
+    status: d.status,
+    run_at: d.runAt,
+    idempotency_key: d.idempotencyKey ?? null,
+    ...(d.claim ? { lease_ms: d.claim.leaseMs, slot_lease: d.claim.leaseId } : {}),
+  };
 }
 
 interface KeyHolder extends DuplicateOf {

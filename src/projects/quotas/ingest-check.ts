@@ -22,7 +22,7 @@ const INGEST_CHECKS = [
 const limitParam = (column: string) => `limit_${column}`;
 
 const ingestAdmitted = (p: NamedParams) =>
-  INGEST_CHECKS.map((c) => `coalesce(${c.column} + ${c.quota === 'stored_payload_bytes' ? p.$('quota_bytes', 'bigint') : '1'} <= ${p.$(limitParam(c.column), 'bigint')}, true)`).join(
+  INGEST_CHECKS.map((c) => `coalesce(${c.column} + ${c.quota === 'stored_payload_bytes' ? p.$('quota_bytes', 'bigint') : p.$('quota_events', 'bigint')} <= ${p.$(limitParam(c.column), 'bigint')}, true)`).join(
     '\n             AND ',
   );
 
@@ -53,7 +53,8 @@ const SKIPPED_COUNTER_READS = `
  * Parameters (IngestQuotaCheck.values gives them): `quota_project_id`; `quota_rate_keys`, the
  * rate-window keys to count this request in (the project's, then the webhook's where its ingest
  * rate is checked); `quota_webhook_id`, the webhook where its backlog or stored bytes are
- * checked, else NULL; `quota_bytes`, the payload bytes to retain; `limit_<column>` for each
+ * checked, else NULL; `quota_bytes`, the payload bytes to retain; `quota_events`, how many events
+ * the statement stores (all or none: each counts once); `limit_<column>` for each
  * check (NULL: not checked).
  *
  * Without `readCounters`, only the rate windows are read and the counters' limits must be NULL:
@@ -70,7 +71,7 @@ export function ingestQuotaCte(p: NamedParams, readCounters: boolean): string {
   return `
 ingest_quota_args AS MATERIALIZED (
   SELECT ${p.$('quota_project_id', 'text')} AS project_id, ${p.$('quota_rate_keys', 'text[]')} AS rate_keys, ${p.$('quota_webhook_id', 'text')} AS webhook_id,
-         ${p.$('quota_bytes', 'bigint')} AS bytes,
+         ${p.$('quota_bytes', 'bigint')} AS bytes, ${p.$('quota_events', 'bigint')} AS events,
          floor(extract(epoch FROM statement_timestamp()))::bigint AS w,
          to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
 ), ingest_quota AS MATERIALIZED (
@@ -99,10 +100,10 @@ ${readCounters ? COUNTER_READS : SKIPPED_COUNTER_READS}
 export const ingestRateHitCte = (storedCte: string) => `
 ingest_rate_hit AS (
   INSERT INTO rate_limit_windows AS r (project_id, key, shard, window_start, count)
-  SELECT a.project_id, k.key, usage_counter_shard(), a.w, 1 FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
+  SELECT a.project_id, k.key, usage_counter_shard(), a.w, a.events FROM ingest_quota_args a, unnest(a.rate_keys) AS k(key)
    WHERE EXISTS (SELECT FROM ${storedCte})
   ON CONFLICT (key, shard) DO UPDATE
-    SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + 1 ELSE 1 END,
+    SET count = CASE WHEN r.window_start = excluded.window_start THEN r.count + excluded.count ELSE excluded.count END,
         window_start = excluded.window_start
 )`;
 
@@ -116,8 +117,10 @@ export interface IngestQuotaRow {
 export interface IngestQuotaInput {
   project: ProjectQuotaSource;
   webhook: WebhookQuotaSource;
-  /** Size of the payload that would be retained. */
+  /** Size of the payload that would be retained (of all the events, with `events`). */
   bodyBytes: number;
+  /** How many events the statement stores together, all or none (default 1: see src/ingest/store-batch.ts). */
+  events?: number;
   /** false: the request is neither checked against nor counted in the ingest rate (cron ticks); default true. */
   ingestRate?: boolean;
 }
@@ -154,12 +157,12 @@ const counterReadings = new RecentReadings<number[]>();
  * have to spend that headroom within those 250 ms, on top of the overshoot by in-flight
  * requests that limits above the exact threshold already allow (see the top of this file).
  */
-function counterReadNeeded(usage: number[] | undefined, limits: (number | null)[], bytes: number): boolean {
+function counterReadNeeded(usage: number[] | undefined, limits: (number | null)[], bytes: number, events: number): boolean {
   if (!usage) return true;
   for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) {
     const limit = limits[i];
     if (limit === null) continue;
-    const perRequest = INGEST_CHECKS[i].quota === 'stored_payload_bytes' ? Math.max(bytes, 1) : 1;
+    const perRequest = INGEST_CHECKS[i].quota === 'stored_payload_bytes' ? Math.max(bytes, 1) : events;
     if (!farFromLimit(usage[i], limit, HEADROOM_REQUESTS * perRequest)) return true;
   }
   return false;
@@ -183,6 +186,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   const wq = tightened(pq, overrides);
   const scope = exactScope(project, webhook, pq, wq);
   const bytes = Math.max(0, Math.floor(input.bodyBytes));
+  const events = input.events ?? 1;
   // In INGEST_CHECKS order. Webhook-scope usage is checked (and read) only where the webhook overrides that quota.
   const rated = input.ingestRate !== false;
   const limits = [
@@ -198,7 +202,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   const rateKeys = !rated ? [] : overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
   const readsWebhookUsage = overrides.backlog_depth !== undefined || overrides.stored_payload_bytes !== undefined;
   const readingKey = `${project.id} ${readsWebhookUsage ? webhook.id : ''}`;
-  const readCounters = scope !== null || counterReadNeeded(counterReadings.fresh(readingKey), limits, bytes);
+  const readCounters = scope !== null || counterReadNeeded(counterReadings.fresh(readingKey), limits, bytes, events);
   if (!readCounters) for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) limits[i] = null;
   return {
     values: {
@@ -206,6 +210,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
       quota_rate_keys: rateKeys,
       quota_webhook_id: readsWebhookUsage ? webhook.id : null,
       quota_bytes: bytes,
+      quota_events: events,
       ...Object.fromEntries(INGEST_CHECKS.map((c, i) => [limitParam(c.column), limits[i]])),
     },
     lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
