@@ -298,7 +298,9 @@ function deliveryValues(d: IngestDelivery): Record<string, unknown> {
 /**
  * Stores an inbound event after the quota checks (QuotaExceeded 429/409) and only while the
  * webhook is active (409 paused, 404 gone); with `delivery`, its delivery and first job too.
- * The checks and the inserts are one statement, so the happy path costs one round trip.
+ * The checks and the inserts are one statement, so the happy path costs one round trip; on the
+ * pool, an event with nothing of its own to claim or check exactly may share that statement with
+ * others of its webhook (store-batch.ts), with the same answer. `origin`: the connection of its request.
  *
  * With `idempotency` (its window on), the key is claimed in the same statement, before the
  * quotas count: a key already held answers the holder's ids (a duplicate: nothing stored, no
