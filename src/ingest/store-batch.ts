@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { NamedParams } from '../db/named-params.ts';
 import { insertDeliveryCtes } from '../deliveries/enqueue.ts';
 import { ATTEMPT_TASK } from '../deliveries/job.ts';
@@ -154,7 +154,7 @@ function statementFor(shape: Shape): BatchStatement {
 }
 
 /** An error PostgreSQL reported for the statement (it stored nothing), as against a lost connection (outcome unknown). */
-const reportedByServer = (err: unknown) => typeof (err as { code?: unknown } | null)?.code === 'string' && /^[0-9A-Z]{5}$/.test((err as { code: string }).code);
+const reportedByServer = (err: unknown) => err instanceof pg.DatabaseError;
 
 /** An event in its queue: until when it waits for others (performance.now() ms; 0: it does not). */
 type Waiting = BatchItem<unknown> & { waitUntil: number };
@@ -223,7 +223,8 @@ class IngestBatches {
         while (n < q.items.length && n < MAX_EVENTS && (n === 0 || bytes + q.items[n].body.length <= MAX_BYTES)) bytes += q.items[n++].body.length;
         const items = q.items.splice(0, n);
         if (items.length === 1) await settle(items[0], items[0].single());
-        else await this.store(q.target, items, bytes);
+        // Whatever goes wrong, every event of the batch gets an answer (one already given keeps it).
+        else await this.store(q.target, items, bytes).catch((err: unknown) => items.forEach((it) => it.reject(err)));
       }
     } finally {
       q.busy = false;
