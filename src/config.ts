@@ -59,9 +59,9 @@ const schema = z.object({
   WORKER_COMPLETE_BATCH_MS: z.coerce.number().int().min(-1).max(1000).default(5),
   /**
    * How long an event of a busy webhook waits for others to share its ingest statement
-   * (src/ingest/store-batch.ts): only when its webhook's previous event came less than twice this
-   * long before, so a webhook that is not busy never waits. 0: events share a statement only when
-   * they arrive while one is on its way.
+   * (src/ingest/store-batch.ts): only when another connection sent the webhook an event less than
+   * twice this long before, so a webhook that is not busy, or one producer's requests one after
+   * another, never wait. 0: events share a statement only when they arrive while one is on its way.
    */
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(100).default(5),
   WORKER_POLL_INTERVAL_MS: z.coerce.number().int().min(20).max(60_000).default(100),

@@ -28,7 +28,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
   app = await startTestApp({ worker: true, config: { INGEST_BATCH_WAIT_MS: 100, ALLOW_PRIVATE_DESTINATIONS: true } });
-  other = await startTestApp({ databaseUrl: app.databaseUrl });
+  // API only: no drain in this process, so every delivery is written with its job (one queue per webhook).
+  other = await startTestApp({ databaseUrl: app.databaseUrl, config: { INGEST_BATCH_WAIT_MS: 100, ALLOW_PRIVATE_DESTINATIONS: true } });
 });
 afterAll(async () => {
   await other?.stop();
@@ -41,7 +42,7 @@ const isBatch = (name: string) => name.startsWith('ingest_batch');
 const isIngest = (name: string) => name.startsWith('ingest_insert_event') || isBatch(name);
 
 /** `n` requests at once (each on its own connection), each with its own body; their answers in order. */
-const together = (publicId: string, secret: string, bodies: string[]) => Promise.all(bodies.map((body) => ingest(app, publicId, { headers: auth(secret), body })));
+const together = (publicId: string, secret: string, bodies: string[], on = app) => Promise.all(bodies.map((body) => ingest(on, publicId, { headers: auth(secret), body })));
 
 describe('ingest batches', () => {
   it('stores events sent together in shared statements: each answered, stored, counted and delivered as if alone, in arrival order', async () => {
@@ -62,8 +63,8 @@ describe('ingest batches', () => {
 
     const ids = answers.map((a) => a.body.eventId as string);
     expect(new Set(ids).size).toBe(bodies.length);
-    const { rows } = await app.rt.db.pool.query<{ event_id: string; delivery_id: string; body: string; seq: string; received_at: Date }>(
-      `SELECT e.id AS event_id, d.id AS delivery_id, convert_from(e.body, 'UTF8') AS body, d.seq, e.received_at FROM events e JOIN deliveries d ON d.event_id = e.id WHERE e.id = ANY($1)`,
+    const { rows } = await app.rt.db.pool.query<{ event_id: string; delivery_id: string; body: string; seq: string; tx: string }>(
+      `SELECT e.id AS event_id, d.id AS delivery_id, convert_from(e.body, 'UTF8') AS body, d.seq, e.xmin::text AS tx FROM events e JOIN deliveries d ON d.event_id = e.id WHERE e.id = ANY($1)`,
       [ids],
     );
     expect(rows).toHaveLength(bodies.length);
@@ -72,10 +73,10 @@ describe('ingest batches', () => {
       expect(byEvent.get(a.body.eventId)).toMatchObject({ delivery_id: a.body.deliveryId, body: bodies[i] });
     });
     // Event ids are made in the order the events reached their webhook's queue: the deliveries of
-    // one statement (one transaction: one received_at) follow it. Concurrent requests that went in
-    // different statements have no order between them, as before.
+    // one statement (one transaction: xmin) follow it. Concurrent requests that went in different
+    // statements have no order between them, as before.
     const statements = new Map<string, typeof rows>();
-    for (const r of rows) statements.set(r.received_at.toISOString(), [...(statements.get(r.received_at.toISOString()) ?? []), r]);
+    for (const r of rows) statements.set(r.tx, [...(statements.get(r.tx) ?? []), r]);
     expect([...statements.values()].some((g) => g.length > 1)).toBe(true);
     for (const group of statements.values()) {
       expect([...group].sort((a, b) => Number(a.seq) - Number(b.seq)).map((r) => r.event_id)).toEqual(group.map((r) => r.event_id).sort());
@@ -98,32 +99,50 @@ describe('ingest batches', () => {
   it('a batch that would pass a quota stores nothing; its events then go one by one and get the answers they would alone', async () => {
     const { apiKey, projectId } = await ingestingProject(app);
     // Nothing listens there: every delivery waits for its retry (backoff from 5 s), so the backlog only grows.
-    const wh = await createWebhook(app, apiKey, { url: 'http://127.0.0.1:9/closed' });
-    await setProjectQuota(app.rt, projectId, 'backlog_depth', '5');
-    expect((await ingest(app, wh.publicId, { headers: auth(wh.ingestSecret) })).status).toBe(202);
+    const wh = await createWebhook(other, apiKey, { url: 'http://127.0.0.1:9/closed' });
+    // 1 % of it would cap a batch at one event: the limit that decides is the backlog's, checked against a full one.
+    await setProjectQuota(other.rt, projectId, 'backlog_depth', '5000');
+    // A backlog of 4,995 elsewhere (before the first ingest, whose reading of it then makes every later one read it again).
+    await other.rt.db.pool.query(
+      `INSERT INTO usage_counters (project_id, webhook_id, metric, period, shard, value) VALUES ($1, '', 'backlog_depth', 'current', 31, 4995)
+       ON CONFLICT (project_id, webhook_id, metric, period, shard) DO UPDATE SET value = usage_counters.value + 4995`,
+      [projectId],
+    );
+    expect((await ingest(other, wh.publicId, { headers: auth(wh.ingestSecret) })).status).toBe(202);
     const bodies = Array.from({ length: 12 }, (_, i) => JSON.stringify({ q: i }));
-    const sent = await capturedStatements(app.rt.db.pool, async () => {
-      const answers = await together(wh.publicId, wh.ingestSecret, bodies);
+    const sent = await capturedStatements(other.rt.db.pool, async () => {
+      const answers = await together(wh.publicId, wh.ingestSecret, bodies, other);
       expect(answers.filter((a) => a.status === 202)).toHaveLength(4);
       const refused = answers.filter((a) => a.status !== 202);
       expect(refused).toHaveLength(8);
-      for (const r of refused) expect(r.body.error).toMatchObject({ code: 'quota_exceeded', quota: 'backlog_depth', scope: 'project', limit: 5, current: 5 });
+      for (const r of refused) expect(r.body.error).toMatchObject({ code: 'quota_exceeded', quota: 'backlog_depth', scope: 'project', limit: 5000, current: 5000 });
     });
     // At least one statement carried more than one event, and was refused whole.
     expect(sent.filter(isBatch).length).toBeGreaterThan(0);
-    const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM events WHERE webhook_id = $1`, [wh.id]);
+    const { rows } = await other.rt.db.pool.query(`SELECT count(*)::int AS n FROM events WHERE webhook_id = $1`, [wh.id]);
     expect(rows[0].n).toBe(5);
+    // For a moment after a refused batch, the webhook's events go alone, side by side: no batch is tried again.
+    const again = await capturedStatements(other.rt.db.pool, async () => {
+      const answers = await together(wh.publicId, wh.ingestSecret, ['{"r":1}', '{"r":2}', '{"r":3}', '{"r":4}'], other);
+      expect(answers.map((a) => a.status)).toEqual([409, 409, 409, 409]);
+    });
+    expect(again.filter(isBatch)).toEqual([]);
+    // Each its own statement (a refusal on a kept lookup is decided again on a fresh one: two each).
+    expect(again.filter(isIngest).length).toBeGreaterThanOrEqual(4);
   });
 
-  it('answers a batch whose webhook was paused elsewhere since its lookup with 409 webhook_paused, one by one', async () => {
-    const { apiKey } = await ingestingProject(app);
-    const wh = await createWebhook(app, apiKey, { url: receiverUrl });
-    expect((await ingest(app, wh.publicId, { headers: auth(wh.ingestSecret) })).status).toBe(202);
-    expect((await other.api(apiKey, 'POST', `/v1/webhooks/${wh.id}/pause`)).status).toBe(200);
-    const answers = await together(wh.publicId, wh.ingestSecret, ['{"a":1}', '{"a":2}', '{"a":3}', '{"a":4}']);
-    expect(answers.map((a) => [a.status, a.body.error?.code])).toEqual(answers.map(() => [409, 'webhook_paused']));
-    const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM events WHERE webhook_id = $1`, [wh.id]);
-    expect(rows[0].n).toBe(1);
+  it('carries at most 1 % of the smallest limit that counts events in one statement', async () => {
+    const { apiKey, projectId } = await ingestingProject(app);
+    // 300 requests a second (above the exact threshold): at most 3 events a statement.
+    await setProjectQuota(app.rt, projectId, 'ingest_rate', '300');
+    const wh = await createWebhook(other, apiKey, { url: receiverUrl });
+    expect((await ingest(other, wh.publicId, { headers: auth(wh.ingestSecret) })).status).toBe(202);
+    const answers = await together(wh.publicId, wh.ingestSecret, Array.from({ length: 12 }, (_, i) => `{"c":${i}}`), other);
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+    const { rows } = await other.rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM events WHERE webhook_id = $1 GROUP BY xmin::text`, [wh.id]);
+    const sizes = rows.map((r) => r.n);
+    expect(Math.max(...sizes)).toBe(3);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(13);
   });
 
   it('an error PostgreSQL reports for a batch stores none of it; its events then go alone, so one bad event takes no other with it', async () => {

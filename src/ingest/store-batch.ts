@@ -14,10 +14,12 @@ import type { Runtime } from '../runtime.ts';
  * its round trip, its commit's WAL flush, the quota reads, the usage-counter triggers.
  *
  * While a webhook's statement is on its way, the events that arrive for it wait for it and then
- * go together. A busy webhook's event (its previous one came less than twice
- * INGEST_BATCH_WAIT_MS before, on another connection) also waits for others, at most
- * INGEST_BATCH_WAIT_MS (5 ms) from its arrival; any other event goes at once. An event that goes
- * alone is stored by its own statement (storeEvent's), exactly as without batches.
+ * go together. A busy webhook's event (another connection sent it one less than twice
+ * INGEST_BATCH_WAIT_MS before) also waits for others, at most INGEST_BATCH_WAIT_MS (5 ms) from
+ * its arrival, less once every connection heard from lately has an event waiting; any other
+ * event goes at once. An event that goes alone is stored by its own statement (storeEvent's),
+ * exactly as without batches. A statement carries at most 1 % of the smallest limit that counts
+ * events (batchCap), and after a quota refused a batch the webhook's events go alone for a second.
  *
  * A batch that is not stored whole (a quota it would exceed, a webhook that changed since its
  * lookup, any error PostgreSQL reports) stores nothing, and its events then go one by one, in
@@ -153,62 +155,99 @@ function statementFor(shape: Shape): BatchStatement {
   return s;
 }
 
-/** An error PostgreSQL reported for the statement (it stored nothing), as against a lost connection (outcome unknown). */
-const reportedByServer = (err: unknown) => err instanceof pg.DatabaseError;
+/**
+ * An error PostgreSQL reported for the statement, which then stored nothing, as against a lost
+ * connection (class 08) or a server shutting down (57P), after which its commit may or may not have happened.
+ */
+const reportedByServer = (err: unknown) => err instanceof pg.DatabaseError && !/^(08|57P)/.test(err.code ?? '');
 
-/** An event in its queue: until when it waits for others (performance.now() ms; 0: it does not). */
-type Waiting = BatchItem<unknown> & { waitUntil: number };
+/** An event in its queue: until when it waits for others (performance.now() ms; 0: it does not), and its connection's number. */
+type Waiting = BatchItem<unknown> & { waitUntil: number; originId: number };
 
 interface Queue {
   target: BatchTarget;
   items: Waiting[];
   /** Its events are being stored (a statement on its way, or the first event waiting for others). */
   busy: boolean;
+  /** Ends the first event's wait early: every connection the webhook heard from lately has an event here, or the batch is full. */
+  wake: (() => void) | null;
 }
 
-/** How many webhooks' last arrivals a process keeps (the oldest are forgotten first). */
-const ARRIVALS_KEPT = 10_000;
+/** What a process remembers of a webhook's (and shape's) recent events. */
+interface Activity {
+  /** Each recent connection's number (0: none) and when its last event arrived (performance.now() ms). */
+  origins: Map<number, number>;
+  /** Until when its events go alone, at once (performance.now() ms): a batch of it was refused by a quota a moment ago. */
+  aloneUntil: number;
+}
+
+/** How many webhooks' recent activity a process keeps (the least recent are forgotten first). */
+const ACTIVITY_KEPT = 10_000;
+/** How long a webhook's events go alone after a quota refused a batch of them. */
+const ALONE_AFTER_REFUSAL_MS = 1_000;
 
 /** The batches of one process (of one runtime's pool), by webhook and statement shape. */
 class IngestBatches {
   private readonly queues = new Map<string, Queue>();
-  /** When each webhook's (and shape's) last event arrived (performance.now() ms), and on which connection. */
-  private readonly arrivals = new Map<string, { at: number; origin?: object }>();
+  private readonly activity = new Map<string, Activity>();
+  /** Connections by number, without keeping them alive. */
+  private readonly originIds = new WeakMap<object, number>();
+  private nextOriginId = 1;
   /** How many events came while their webhook was busy (each may wait), and how many were stored by a batch statement (the tests read them). */
   waited = 0;
   batched = 0;
 
   constructor(private readonly rt: Pick<Runtime, 'config'> & { db: { pool: pg.Pool } }) {}
 
-  /**
-   * Whether an event arriving now should wait for others: its webhook's previous one came within
-   * twice the wait, and on another connection. One producer sending one request after another
-   * (one connection) would only wait for itself: its requests never wait.
-   */
-  private busyWebhook(key: string, now: number, origin: object | undefined): boolean {
-    const wait = this.rt.config.INGEST_BATCH_WAIT_MS;
-    if (wait <= 0) return false;
-    const last = this.arrivals.get(key);
-    // Map order is insertion order: delete first, so the most recent arrival is last.
-    this.arrivals.delete(key);
-    this.arrivals.set(key, { at: now, origin });
-    if (this.arrivals.size > ARRIVALS_KEPT) this.arrivals.delete(this.arrivals.keys().next().value!);
-    return last !== undefined && now - last.at < 2 * wait && (origin === undefined || last.origin !== origin);
+  private originId(origin: object | undefined): number {
+    if (!origin) return 0;
+    let id = this.originIds.get(origin);
+    if (id === undefined) this.originIds.set(origin, (id = this.nextOriginId++));
+    return id;
   }
 
-  /** Stores the event in its webhook's next batch (or alone, when nothing is on its way); resolves as storeEvent's statement would. */
+  /** The key's activity, most recent last (Map order is insertion order), its connections older than `since` forgotten. */
+  private activityOf(key: string, since: number): Activity {
+    let a = this.activity.get(key);
+    if (a) this.activity.delete(key);
+    else a = { origins: new Map(), aloneUntil: 0 };
+    this.activity.set(key, a);
+    if (this.activity.size > ACTIVITY_KEPT) this.activity.delete(this.activity.keys().next().value!);
+    for (const [id, at] of a.origins) if (at < since) a.origins.delete(id);
+    return a;
+  }
+
+  /** Stores the event in its webhook's next batch (or alone); resolves as storeEvent's statement would. */
   add<T>(target: BatchTarget, item: Omit<BatchItem<T>, 'resolve' | 'reject'>): Promise<T | null> {
     const key = `${target.webhookId} ${target.configVersion} ${target.ingestRate} ${target.job} ${target.claimed}`;
+    const wait = this.rt.config.INGEST_BATCH_WAIT_MS;
+    const now = performance.now();
+    const activity = this.activityOf(key, now - 2 * wait);
+    // A quota refused a batch of this webhook a moment ago: its events go alone, side by side, as
+    // without batches (a refusal costs one statement, and none waits behind another's).
+    if (now < activity.aloneUntil) return item.single();
+    const originId = this.originId(item.origin);
+    // Busy: another connection sent it an event within twice the wait. One producer sending one
+    // request after another on one connection would only wait for itself: it never waits.
+    const waits = wait > 0 && [...activity.origins.keys()].some((id) => id !== originId || id === 0);
+    activity.origins.set(originId, now);
+    if (waits) this.waited++;
     let queue = this.queues.get(key);
-    if (!queue) this.queues.set(key, (queue = { target, items: [], busy: false }));
+    if (!queue) this.queues.set(key, (queue = { target, items: [], busy: false, wake: null }));
     const q = queue;
     return new Promise<T | null>((resolve, reject) => {
-      const arrived = performance.now();
-      const waits = this.busyWebhook(key, arrived, item.origin);
-      if (waits) this.waited++;
-      q.items.push({ ...item, resolve, reject, waitUntil: waits ? arrived + this.rt.config.INGEST_BATCH_WAIT_MS : 0 } as Waiting);
+      q.items.push({ ...item, resolve, reject, waitUntil: waits ? now + wait : 0, originId } as Waiting);
       if (!q.busy) void this.next(key, q);
+      else if (q.wake && (q.items.length >= MAX_EVENTS || this.everyoneIn(q, activity))) q.wake();
     });
+  }
+
+  /** Whether every connection the webhook heard from lately has an event in the queue: none of them can send another before its answer. */
+  private everyoneIn(q: Queue, activity: Activity): boolean {
+    if (activity.origins.has(0)) return false;
+    const queued = new Set(q.items.map((it) => it.originId));
+    for (const id of activity.origins.keys()) if (!queued.has(id)) return false;
+    return true;
   }
 
   private async next(key: string, q: Queue): Promise<void> {
@@ -217,22 +256,40 @@ class IngestBatches {
       while (q.items.length > 0) {
         // The first event of a busy webhook waits (at most INGEST_BATCH_WAIT_MS since it arrived) for others.
         const wait = q.items[0].waitUntil - performance.now();
-        if (wait > 0 && q.items.length < MAX_EVENTS) await new Promise((r) => setTimeout(r, wait));
+        if (wait > 0 && q.items.length < MAX_EVENTS) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, wait);
+            q.wake = () => (clearTimeout(timer), resolve());
+          });
+          q.wake = null;
+        }
+        const cap = this.batchCap(q.target);
         let bytes = 0;
         let n = 0;
-        while (n < q.items.length && n < MAX_EVENTS && (n === 0 || bytes + q.items[n].body.length <= MAX_BYTES)) bytes += q.items[n++].body.length;
+        while (n < q.items.length && n < cap && (n === 0 || bytes + q.items[n].body.length <= MAX_BYTES)) bytes += q.items[n++].body.length;
         const items = q.items.splice(0, n);
         if (items.length === 1) await settle(items[0], items[0].single());
         // Whatever goes wrong, every event of the batch gets an answer (one already given keeps it).
-        else await this.store(q.target, items, bytes).catch((err: unknown) => items.forEach((it) => it.reject(err)));
+        else await this.store(key, q.target, items, bytes).catch((err: unknown) => items.forEach((it) => it.reject(err)));
       }
     } finally {
       q.busy = false;
+      q.wake = null;
       if (q.items.length === 0) this.queues.delete(key);
     }
   }
 
-  private async store(target: BatchTarget, items: BatchItem<unknown>[], bytes: number): Promise<void> {
+  /**
+   * How many events one statement may carry: MAX_EVENTS, and at most 1 % of the smallest limit
+   * that counts events, so that statements in flight side by side (which each read the usage
+   * before the others' events) overshoot a limit by no more than that (src/projects/quotas/limits.ts).
+   */
+  private batchCap(target: BatchTarget): number {
+    const limit = ingestQuotaCheck(this.rt, { ...target.quotas, bodyBytes: 0, ingestRate: target.ingestRate })?.smallestCountLimit ?? null;
+    return limit === null ? MAX_EVENTS : Math.max(1, Math.min(MAX_EVENTS, Math.floor(limit / 100)));
+  }
+
+  private async store(key: string, target: BatchTarget, items: BatchItem<unknown>[], bytes: number): Promise<void> {
     const check = ingestQuotaCheck(this.rt, { ...target.quotas, bodyBytes: bytes, ingestRate: target.ingestRate, events: items.length });
     // Small rate limits are exact only one event at a time, under their lock (storeEvent).
     if (check?.exact) return this.oneByOne(items);
@@ -265,7 +322,11 @@ class IngestBatches {
       return;
     }
     // The gates are the batch's: all its events were stored, or none.
-    if (row.stored === 0) return this.oneByOne(items);
+    if (row.stored === 0) {
+      const activity = this.activity.get(key);
+      if (check && !row.admitted && activity) activity.aloneUntil = performance.now() + ALONE_AFTER_REFUSAL_MS;
+      return this.oneByOne(items);
+    }
     check?.enforce(row);
     this.batched += items.length;
     for (const it of items) {

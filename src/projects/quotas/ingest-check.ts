@@ -140,6 +140,8 @@ export interface IngestQuotaCheck {
   readCounters: boolean;
   /** Throws the QuotaExceeded the statement's `ingest_quota` row shows, if any (the first in the contract's order). */
   enforce(row: IngestQuotaRow): void;
+  /** The smallest limit that counts events (ingest rate, monthly deliveries, backlog depth) the check compares; null: none. */
+  smallestCountLimit: number | null;
 }
 
 /** Index in INGEST_CHECKS of the first check on a usage counter (the ones before are rate checks). */
@@ -215,6 +217,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
     },
     lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
     exact: scope !== null,
+    smallestCountLimit: limits.reduce<number | null>((min, limit, i) => (limit === null || INGEST_CHECKS[i].quota === 'stored_payload_bytes' || (min !== null && min <= limit) ? min : limit), null),
     readCounters,
     enforce(row) {
       if (readCounters && row.usage) counterReadings.remember(readingKey, row.usage.map(Number));

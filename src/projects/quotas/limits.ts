@@ -21,8 +21,9 @@ import { QUOTA_NAMES, TIER_QUOTAS, type TierQuotas } from '../tiers.ts';
  * req/s, which covers every tier table value, takes a transaction-level advisory lock first, so
  * concurrent requests are checked one after another and no limit is overshot. Above that, the
  * check is a single statement without that lock: concurrent ingests may overshoot a limit by at
- * most the number of ingest transactions in flight, which keeps quota checks off the
- * throughput path of high-volume custom quotas. There, far from every limit, a process also
+ * most the events of the ingest statements in flight (one event each, or a batch of a busy
+ * webhook's events of at most 1 % of the smallest limit that counts events: src/ingest/store-batch.ts),
+ * which keeps quota checks off the throughput path of high-volume custom quotas. There, far from every limit, a process also
  * reads the usage counters at most every 250 ms (counterReadNeeded); near one, on every request.
  */
 
