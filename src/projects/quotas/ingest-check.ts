@@ -140,7 +140,7 @@ export interface IngestQuotaCheck {
   readCounters: boolean;
   /** Throws the QuotaExceeded the statement's `ingest_quota` row shows, if any (the first in the contract's order). */
   enforce(row: IngestQuotaRow): void;
-  /** The smallest limit that counts events (ingest rate, monthly deliveries, backlog depth) the check compares; null: none. */
+  /** The smallest limit that counts events (ingest rate, monthly deliveries, backlog depth) that applies, read or not this time; null: none. */
   smallestCountLimit: number | null;
 }
 
@@ -204,6 +204,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
   const rateKeys = !rated ? [] : overrides.ingest_rate !== undefined ? [`ingest:p:${project.id}`, `ingest:w:${webhook.id}`] : [`ingest:p:${project.id}`];
   const readsWebhookUsage = overrides.backlog_depth !== undefined || overrides.stored_payload_bytes !== undefined;
   const readingKey = `${project.id} ${readsWebhookUsage ? webhook.id : ''}`;
+  const smallestCountLimit = limits.reduce<number | null>((min, limit, i) => (limit === null || INGEST_CHECKS[i].quota === 'stored_payload_bytes' || (min !== null && min <= limit) ? min : limit), null);
   const readCounters = scope !== null || counterReadNeeded(counterReadings.fresh(readingKey), limits, bytes, events);
   if (!readCounters) for (let i = FIRST_COUNTER_CHECK; i < limits.length; i++) limits[i] = null;
   return {
@@ -217,7 +218,7 @@ export function ingestQuotaCheck(rt: Pick<Runtime, 'config'>, input: IngestQuota
     },
     lock: (client) => (scope ? lockQuotaScope(client, scope) : Promise.resolve()),
     exact: scope !== null,
-    smallestCountLimit: limits.reduce<number | null>((min, limit, i) => (limit === null || INGEST_CHECKS[i].quota === 'stored_payload_bytes' || (min !== null && min <= limit) ? min : limit), null),
+    smallestCountLimit,
     readCounters,
     enforce(row) {
       if (readCounters && row.usage) counterReadings.remember(readingKey, row.usage.map(Number));
