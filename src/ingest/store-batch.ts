@@ -86,10 +86,13 @@ interface BatchStatement {
   params: NamedParams;
 }
 
-const WEBHOOK_ACTIVE = (p: NamedParams) => {
-  const version = p.$('config_version', 'int');
-  return `EXISTS (SELECT 1 FROM webhooks WHERE id = ${p.$('webhook_id')} AND status = 'active' AND (${version} IS NULL OR config_version = ${version}))`;
-};
+/**
+ * The gate of every ingest statement (storeEvent's and a batch's): the webhook still takes events,
+ * as the caller read it (`versionSql` NULL: any version), so a change committed since the lookup
+ * (a pause, a new secret, a routing rule) wins without another round trip.
+ */
+export const webhookTakesEvents = (webhookIdSql: string, versionSql: string) =>
+  `EXISTS (SELECT 1 FROM webhooks WHERE id = ${webhookIdSql} AND status = 'active' AND (${versionSql} IS NULL OR config_version = ${versionSql}))`;
 
 /**
  * The batch statement of a shape: storeEvent's statement for many rows (the same gates, checks,
@@ -105,7 +108,7 @@ function buildStatement({ quotas, job, claimed }: Shape): BatchStatement {
          body_start int, body_size int, payload_expires_at timestamptz, delivery_id text, destination_id text, destination jsonb, status text, run_at timestamptz,
          idempotency_key text, lease_ms int, slot_lease text)
 )`);
-  const gates = `${quotas === 'none' ? '' : 'ingest_quota.admitted AND '}${WEBHOOK_ACTIVE(p)}`;
+  const gates = `${quotas === 'none' ? '' : 'ingest_quota.admitted AND '}${webhookTakesEvents(p.$('webhook_id'), p.$('config_version', 'int'))}`;
   ctes.push(`stored AS (
   INSERT INTO events (id, project_id, webhook_id, channel, method, path, query, headers, content_type, body, body_size, payload_expires_at)
   SELECT r.event_id, ${p.$('project_id')}, ${p.$('webhook_id')}, r.channel, r.method, r.path, r.query, r.headers, r.content_type,
@@ -171,6 +174,8 @@ interface Queue {
   busy: boolean;
   /** Ends the first event's wait early: every connection the webhook heard from lately has an event here, or the batch is full. */
   wake: (() => void) | null;
+  /** How many events one statement of it may carry (batchCap: its quotas are fixed for its config_version, part of its key). */
+  cap: number;
 }
 
 /** What a process remembers of a webhook's (and shape's) recent events. */
@@ -226,19 +231,19 @@ class IngestBatches {
     // A quota refused a batch of this webhook a moment ago: its events go alone, side by side, as
     // without batches (a refusal costs one statement, and none waits behind another's).
     if (now < activity.aloneUntil) return item.single();
+    let queue = this.queues.get(key);
+    if (!queue) this.queues.set(key, (queue = { target, items: [], busy: false, wake: null, cap: this.batchCap(target) }));
+    const q = queue;
     const originId = this.originId(item.origin);
-    // Busy: another connection sent it an event within twice the wait. One producer sending one
-    // request after another on one connection would only wait for itself: it never waits.
-    const waits = wait > 0 && [...activity.origins.keys()].some((id) => id !== originId || id === 0);
+    // Busy: another connection (or an unknown one) sent it an event within twice the wait. One
+    // producer sending one request after another on one connection would only wait for itself: it never waits.
+    const waits = wait > 0 && q.cap > 1 && activity.origins.size > (originId !== 0 && activity.origins.has(originId) ? 1 : 0);
     activity.origins.set(originId, now);
     if (waits) this.waited++;
-    let queue = this.queues.get(key);
-    if (!queue) this.queues.set(key, (queue = { target, items: [], busy: false, wake: null }));
-    const q = queue;
     return new Promise<T | null>((resolve, reject) => {
       q.items.push({ ...item, resolve, reject, waitUntil: waits ? now + wait : 0, originId } as Waiting);
       if (!q.busy) void this.next(key, q);
-      else if (q.wake && (q.items.length >= MAX_EVENTS || this.everyoneIn(q, activity))) q.wake();
+      else if (q.wake && (q.items.length >= q.cap || this.everyoneIn(q, activity))) q.wake();
     });
   }
 
@@ -256,17 +261,16 @@ class IngestBatches {
       while (q.items.length > 0) {
         // The first event of a busy webhook waits (at most INGEST_BATCH_WAIT_MS since it arrived) for others.
         const wait = q.items[0].waitUntil - performance.now();
-        if (wait > 0 && q.items.length < MAX_EVENTS) {
+        if (wait > 0 && q.items.length < q.cap) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, wait);
             q.wake = () => (clearTimeout(timer), resolve());
           });
           q.wake = null;
         }
-        const cap = this.batchCap(q.target);
         let bytes = 0;
         let n = 0;
-        while (n < q.items.length && n < cap && (n === 0 || bytes + q.items[n].body.length <= MAX_BYTES)) bytes += q.items[n++].body.length;
+        while (n < q.items.length && n < q.cap && (n === 0 || bytes + q.items[n].body.length <= MAX_BYTES)) bytes += q.items[n++].body.length;
         const items = q.items.splice(0, n);
         if (items.length === 1) await settle(items[0], items[0].single());
         // Whatever goes wrong, every event of the batch gets an answer (one already given keeps it).

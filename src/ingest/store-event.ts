@@ -6,7 +6,7 @@ import type { ProjectQuotaSource, WebhookQuotaSource } from '../projects/quotas/
 import type { Runtime } from '../runtime.ts';
 import { countsTowardIngestRate, type InboundEvent } from './inbound-event.ts';
 import { inTransaction } from '../db/client.ts';
-import { ingestBatches, type BatchRow } from './store-batch.ts';
+import { ingestBatches, webhookTakesEvents, type BatchRow } from './store-batch.ts';
 import { insertDeliveryCtes } from '../deliveries/enqueue.ts';
 import { deliveryListenedSql } from '../deliveries/listeners.ts';
 import { ATTEMPT_TASK } from '../deliveries/job.ts';
@@ -59,7 +59,7 @@ function eventInsert(p: NamedParams, source?: { from: string; where: string }, d
   const values = EVENT_COLUMNS.map((c) => p.$(`event_${c}`, EVENT_CASTS[c])).join(', ');
   const webhookId = p.$('event_webhook_id');
   const version = p.$('event_config_version', 'int');
-  const webhookActive = `EXISTS (SELECT 1 FROM webhooks WHERE id = ${webhookId} AND status = 'active' AND (${version} IS NULL OR config_version = ${version}))`;
+  const webhookActive = webhookTakesEvents(webhookId, version);
   // With files: only when they fit the file-storage quota (fileStorageCheckCte).
   const fits = filesFit ? `${FILE_STORAGE_FITS} AND ` : '';
   const gates = `${source ? ` FROM ${source.from} WHERE ${source.where} AND` : ' WHERE'} ${fits}${webhookActive}`;
