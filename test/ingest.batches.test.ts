@@ -28,6 +28,16 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
   app = await startTestApp({ worker: true, config: { INGEST_BATCH_WAIT_MS: 100, ALLOW_PRIVATE_DESTINATIONS: true } });
+  // This file's own database: an event with this body cannot be stored (a stand-in for any error of
+  // one row). Made before anything is ingested: DDL on the partitioned events table while runners
+  // read it can deadlock with them.
+  await app.rt.db.pool.query(`
+    CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.body = convert_to('{"poison":true}', 'UTF8') THEN RAISE EXCEPTION 'poisoned event'; END IF;
+      RETURN NEW;
+    END $$;
+    CREATE TRIGGER refuse_poison BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_poison();`);
   // API only: no drain in this process, so every delivery is written with its job (one queue per webhook).
   other = await startTestApp({ databaseUrl: app.databaseUrl, config: { INGEST_BATCH_WAIT_MS: 100, ALLOW_PRIVATE_DESTINATIONS: true } });
 });
@@ -149,27 +159,16 @@ describe('ingest batches', () => {
     const { apiKey } = await ingestingProject(app);
     const wh = await createWebhook(app, apiKey, { url: receiverUrl });
     expect((await ingest(app, wh.publicId, { headers: auth(wh.ingestSecret) })).status).toBe(202);
-    // This file's own database: an event with this body cannot be stored (a stand-in for any error of one row).
-    await app.rt.db.pool.query(`
-      CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.body = convert_to('{"poison":true}', 'UTF8') THEN RAISE EXCEPTION 'poisoned event'; END IF;
-        RETURN NEW;
-      END $$;
-      CREATE TRIGGER refuse_poison BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_poison();`);
-    try {
-      const bodies = Array.from({ length: 8 }, (_, i) => (i === 5 ? '{"poison":true}' : JSON.stringify({ fine: i })));
-      let answers: Awaited<ReturnType<typeof together>> = [];
-      const sent = await capturedStatements(app.rt.db.pool, async () => {
-        answers = await together(wh.publicId, wh.ingestSecret, bodies);
-      });
-      expect(sent.filter(isBatch).length).toBeGreaterThan(0);
-      expect(answers.map((a) => a.status)).toEqual(bodies.map((_, i) => (i === 5 ? 500 : 202)));
-      const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM events WHERE webhook_id = $1`, [wh.id]);
-      expect(rows[0].n).toBe(8);
-    } finally {
-      await app.rt.db.pool.query('DROP TRIGGER refuse_poison ON events; DROP FUNCTION refuse_poison()');
-    }
+    // An event with the poisoned body cannot be stored (refuse_poison, made in beforeAll).
+    const bodies = Array.from({ length: 8 }, (_, i) => (i === 5 ? '{"poison":true}' : JSON.stringify({ fine: i })));
+    let answers: Awaited<ReturnType<typeof together>> = [];
+    const sent = await capturedStatements(app.rt.db.pool, async () => {
+      answers = await together(wh.publicId, wh.ingestSecret, bodies);
+    });
+    expect(sent.filter(isBatch).length).toBeGreaterThan(0);
+    expect(answers.map((a) => a.status)).toEqual(bodies.map((_, i) => (i === 5 ? 500 : 202)));
+    const { rows } = await app.rt.db.pool.query(`SELECT count(*)::int AS n FROM events WHERE webhook_id = $1`, [wh.id]);
+    expect(rows[0].n).toBe(8);
   });
 
   it('never makes a producer wait for itself: requests one after another on one connection do not wait', async () => {
