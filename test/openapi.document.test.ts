@@ -9,6 +9,7 @@ import outboundBeforeIssue32 from './fixtures/openapi-outbound-webhooks.before-i
 import { NotFound } from '../src/errors.ts';
 import { schema } from '../src/schema/index.ts';
 import { unmappedScalars } from '../src/http/openapi.ts';
+import { createRestSofa, restOpenApiDocument } from '../src/http/rest.ts';
 import { BYTES_ROUTES, REST_ROUTES } from '../src/http/routes.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
@@ -56,6 +57,18 @@ describe('the OpenAPI document', () => {
   it('has a schema for every custom GraphQL scalar (no dangling $ref)', () => {
     expect(unmappedScalars(schema)).toEqual([]);
     expect(JSON.stringify(doc)).not.toContain('#/components/schemas/JSON');
+  });
+
+  it('is the same document however many times a process builds it, each JSON field with its own description', async () => {
+    // SOFA wrote an argument's description into the scalar schema it was given: a second build
+    // in one process (tests start several apps) gave the retry policy's description to every
+    // JSON field of the document.
+    const again = await restOpenApiDocument(createRestSofa(schema), schema);
+    const third = await restOpenApiDocument(createRestSofa(schema), schema);
+    expect(third).toEqual(again);
+    expect(again).toEqual(doc);
+    const customHeaders = (again as any).components.schemas.CreatedWebhook.properties.customHeaders;
+    expect(customHeaders.description).not.toMatch(/maxAttempts/);
   });
 
   it('lints without errors against the Redocly recommended rules', async () => {

@@ -49,12 +49,24 @@ type Json = Record<string, any>;
 
 
 /** How SOFA writes the custom scalars in schemas, parameters and bodies. */
-export const OPENAPI_SCALARS: Record<string, Json> = {
-  JSON: { description: 'Any JSON value.' },
-  DateTime: { type: 'string', format: 'date-time' },
-  SafeInt: { type: 'integer', format: 'int64', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
-  UnixTime: { type: 'integer', format: 'int64', description: 'Unix time in seconds.' },
-};
+export const OPENAPI_SCALARS: Readonly<Record<string, Readonly<Json>>> = Object.freeze({
+  JSON: Object.freeze({ description: 'Any JSON value.' }),
+  DateTime: Object.freeze({ type: 'string', format: 'date-time' }),
+  SafeInt: Object.freeze({ type: 'integer', format: 'int64', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }),
+  UnixTime: Object.freeze({ type: 'integer', format: 'int64', description: 'Unix time in seconds.' }),
+});
+
+/**
+ * OPENAPI_SCALARS as SOFA is given them: each read a fresh copy. SOFA hands the object it reads to
+ * a parameter or body property as is and then writes that property's description into it, so one
+ * shared object took the first JSON argument's description (a retry policy's) to every JSON field
+ * of the document, and a second document built in the same process differed from the first.
+ */
+export function sofaScalars(): Record<string, Json> {
+  const fresh: Record<string, Json> = {};
+  for (const [name, schema] of Object.entries(OPENAPI_SCALARS)) Object.defineProperty(fresh, name, { enumerable: true, get: () => ({ ...schema }) });
+  return fresh;
+}
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 const errorContent = (examples: DomainError[]) => ({

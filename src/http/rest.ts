@@ -12,7 +12,7 @@ import { authenticate } from '../projects/service.ts';
 import type { Runtime } from '../runtime.ts';
 import { log } from '../log.ts';
 import { MANAGEMENT_BODY_LIMIT, parseStructuredBody, readBody } from '../wire/body.ts';
-import { buildOpenApiDocument, OPENAPI_SCALARS } from './openapi.ts';
+import { buildOpenApiDocument, sofaScalars } from './openapi.ts';
 import { logServerError, sendError, sendFetchText, sendText } from '../wire/respond.ts';
 import { assertStorable } from '../validation.ts';
 import { BYTES_ROUTES, REST_ROUTES, type RestRoute } from './routes.ts';
@@ -83,7 +83,7 @@ export function createRestSofa(schema: GraphQLSchema, execution: Record<string, 
     schema: restSchemaOf(schema),
     depthLimit: 3,
     routes: Object.fromEntries(REST_ROUTES.map((r) => [r.field, { method: r.method, path: r.path, responseStatus: r.status ?? 200 }])),
-    customScalars: OPENAPI_SCALARS,
+    customScalars: sofaScalars(),
     openAPI: { info: { title: 'Service REST API', version: SERVICE_VERSION } },
     ...execution,
     // any: sofa-api's options type omits the execute/context hooks it accepts and calls.
