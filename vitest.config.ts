@@ -27,6 +27,11 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: ALONE,
           maxWorkers: 3,
+          // A worker runs its files one after another in one module graph, instead of loading the
+          // service's ~1,600 modules again for each file (2-2.5 s each: 250 s of the suite's CPU
+          // on 2 cores). Each file still starts and stops its own app on a database of its own;
+          // what a file changes in process-wide state (env, spies, timers) it puts back itself.
+          isolate: false,
         },
       },
       {
