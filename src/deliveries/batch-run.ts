@@ -1,13 +1,13 @@
 import { log } from '../log.ts';
 import { automationRoom } from '../automations/run.ts';
 import { claimDelivery, LEASE_MARGIN_MS, type ClaimedDelivery } from './claim.ts';
-import { announceDirectClaim, claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin, type DirectClaimConfig } from './claim-batch.ts';
+import { announceDirectClaim, claimDeliveryBatch, DRAIN_MAX_IN_FLIGHT, handOffDueDeliveries, heldJobsMargin, takeOverBacklogJobs, type DirectClaimConfig } from './claim-batch.ts';
 import type { DeliveryRow } from './delivery-view.ts';
 import type { DirectClaim, DirectClaimStored } from '../runtime.ts';
 import { deferClaim } from './defer.ts';
 import { Drain, Slots } from './drain.ts';
 import type { DeliveryEngine } from './engine.ts';
-import { requeueAttemptJob } from './job.ts';
+import { requeueAttemptJob, requeueWebhookAttemptJobs } from './job.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
 import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
@@ -38,6 +38,9 @@ const CLAIM_LINGER_MS = 5;
 
 /** How long a drain whose time is up waits for its last answers before it gives their spare slots back and hands on (see runDrain). */
 const TAIL_GRACE_MS = 100;
+
+/** How many of a backlog's queued deliveries one statement of takeOverBacklogJobs looks at (and deletes the jobs of). */
+const TAKEOVER_CHUNK = 5_000;
 
 /** When a drain found every slot of its webhook leased by other runners' drains: its deliveries' jobs run again after about this. */
 const SLOTS_BUSY_RETRY_MS = 100;
@@ -178,6 +181,17 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   let lingered = false;
   /** The deliveries the claim under way was asked for: named again should it fail. */
   let asked: string[] = [];
+  // A backlog (a claim came back full): the jobs of the webhook's queued deliveries beyond it are
+  // deleted in the background, chunk by chunk, while the drain runs (see takeOverBacklogJobs).
+  let takingOver: Promise<void> | null = null;
+  let loopEnded = false;
+  const takeOverBacklog = async (afterSeq: string) => {
+    for (let after: string | null = afterSeq; after !== null && !loopEnded && !drain.stopping && !signal?.aborted && Date.now() < deadline; ) {
+      const chunk = await takeOverBacklogJobs(db, drained, after, TAKEOVER_CHUNK);
+      engine.jobTable.noteDeleted(chunk.deleted);
+      after = chunk.looked === TAKEOVER_CHUNK ? chunk.lastSeq : null;
+    }
+  };
   drain.whenStopped(() => slots.abandon());
   // Renewed on a timer of its own (with a slow receiver the loop may wait a whole timeout for an
   // answer), and at once when the webhook changed: until that renewal has answered, no attempt
@@ -314,6 +328,10 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         // Their `delivering` notifications went out with the claim's commit, before any result.
         for (const claim of batch.claims) start(claim, BATCH_CLAIM_LEASE_MS);
         exhausted = batch.claims.length < room;
+        if (!exhausted && !takingOver && batch.claims.length > 0) {
+          const last = batch.claims.reduce((max, c) => Math.max(max, Number(c.row.seq)), 0);
+          takingOver = takeOverBacklog(String(last)).catch((err) => log.warn({ err, webhookId: drained }, 'could not take over the jobs of a backlog; its jobs run as usual'));
+        }
         if (!exhausted && asked.length > 0) {
           // Full: named deliveries it had no room for are named again (their jobs are done).
           const taken = new Set([...batch.claims.map((c) => c.row.id as string), ...batch.lost, ...batch.notDue.map((n) => n.id)]);
@@ -351,6 +369,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     handOff = true;
     throw err;
   } finally {
+    loopEnded = true;
     // It claims nothing more: ingest here writes the webhook's deliveries with their jobs again
     // (another runner may take them) rather than handing them to this drain until its last answer.
     drain.accepting = false;
@@ -396,6 +415,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     }
     clearInterval(renewal);
     await renewing;
+    await takingOver;
     await releaseSlotLease(db, lease).catch((err) => log.warn({ err }, 'could not release a slot lease now; trying again in the background (it runs out by itself otherwise)'));
     stopDraining();
     // Deliveries named after the last claim: due, and their jobs ran. A new drain takes them at
@@ -410,6 +430,8 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       if (single) {
         await written;
         for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
+        // The jobs it took over: each waiting delivery gets its own again (strict FIFO: the head).
+        if (takingOver) await requeueWebhookAttemptJobs(db, drained);
       } else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
       left.release();
     } finally {

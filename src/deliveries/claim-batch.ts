@@ -81,6 +81,40 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
 }
 
 /**
+ * Deletes the jobs of a webhook's queued deliveries after `afterSeq` (in seq order, at most `limit`
+ * deliveries looked at), while a drain of the webhook works through its backlog: the drain claims
+ * them itself (a claim deletes the jobs of what it takes anyway), and graphile-worker, which runs
+ * the oldest jobs first, no longer fetches them only to have each name its delivery to the drain
+ * and finish (a sixth of the drain's CPU per delivery here), nor makes other webhooks' jobs wait
+ * behind them. Jobs a runner holds, and rows another statement has locked, are left. Should the drain stop, its hand-off job takes the rest
+ * (batch-run.ts); should its runner die, the sweeper gives them jobs again (sweep.ts).
+ */
+export async function takeOverBacklogJobs(
+  client: pg.Pool | pg.PoolClient,
+  webhookId: string,
+  afterSeq: string,
+  limit: number,
+): Promise<{ looked: number; deleted: number; lastSeq: string | null }> {
+  const { rows } = await client.query({
+    name: 'take_over_backlog_jobs',
+    text: `WITH q AS (
+             SELECT d.id, d.seq FROM deliveries d WHERE d.webhook_id = $1 AND d.status = 'queued' AND d.seq > $2::bigint ORDER BY d.seq LIMIT $3
+           ), taken AS (
+             -- Rows another statement holds are skipped, never waited for: the drain's own claims
+             -- delete some of the same jobs, in an order of their own (waiting, the two could deadlock).
+             SELECT j.id FROM graphile_worker._private_jobs j WHERE j.key IN (SELECT ${attemptJobKeySql('id')} FROM q) AND j.locked_at IS NULL
+                FOR UPDATE SKIP LOCKED
+           ), gone AS (
+             DELETE FROM graphile_worker._private_jobs j USING taken WHERE j.id = taken.id
+             RETURNING 1
+           )
+           SELECT (SELECT count(*) FROM q)::int AS looked, (SELECT max(seq) FROM q)::text AS last_seq, (SELECT count(*) FROM gone)::int AS deleted`,
+    values: [webhookId, afterSeq, limit],
+  });
+  return { looked: rows[0].looked, deleted: rows[0].deleted, lastSeq: rows[0].last_seq };
+}
+
+/**
  * Sends the `delivering` change of a delivery ingest claimed as it wrote it (a direct claim,
  * batch-run.ts), when someone listens: before its attempt starts, so before its result's change,
  * as a claim statement sends it on commit. Ingest's own statement does not: a durable commit that
