@@ -11,9 +11,12 @@ import { gate, startReceiver } from './support/receiver.ts';
 // (takeOverBacklogJobs, batch-run.ts): graphile-worker no longer runs one job per delivery only
 // to have it name its delivery to the drain. What it leaves without a job is claimed by the
 // drain, handed on by its hand-off job, or given jobs again by the sweep.
+// A runner with two job slots: one runs the drain, the other would run the backlog's jobs one by
+// one (each waiting 50 ms for the drain to take its delivery up), 20 a second: far too slow to
+// empty the job table itself within the test's waits, however loaded the machine.
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ worker: true });
+  app = await startTestApp({ worker: true, config: { WORKER_CONCURRENCY: 2 } });
 });
 afterAll(async () => {
   await app?.stop();
@@ -52,16 +55,16 @@ describe('a backlog drained by one job runner', () => {
     await resumeWebhook(app.rt, wh.projectId, wh.id);
     await waitFor(() => receiver.inFlight === 2 || null, 10_000);
     // The drain's two requests are held open: meanwhile it deleted the jobs of the deliveries
-    // behind its first claim, and no job is left but the one it runs in (before, the runner ran
-    // every one of the 1,000 while the drain waited, each naming its delivery to the drain).
-    await waitFor(async () => ((await jobs(wh.id, false)) === 0 && (await jobs(wh.id, true)) === 1) || null, 10_000);
+    // waiting, and no job is left but those the runner holds: the one the drain
+    // runs in, and one more at most (before, the runner ran every one of the 1,000 while the drain
+    // waited, each naming its delivery to the drain).
+    await waitFor(async () => ((await jobs(wh.id, false)) === 0 && (await jobs(wh.id, true)) <= 2) || null, 10_000);
     expect(await count(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND status = 'queued'`, [wh.id])).toBeGreaterThan(900);
     open.open();
     await waitFor(async () => (await succeeded(wh.id)) === 1000 || null, 60_000);
-    // What the runner fetched (running and in its local queue: 64 on the defaults) before the
-    // first claim's take-over reached the job table, and the hand-off jobs of drains whose time
-    // was up: a few dozen when the machine is quiet, some more when it is not; not the 1,000.
-    expect((await attemptJobsStarted()) - startedBefore).toBeLessThan(500);
+    // What the runner had fetched before the first claim's take-over reached the job table, and
+    // the hand-off jobs of drains whose time was up: a few, not the 1,000.
+    expect((await attemptJobsStarted()) - startedBefore).toBeLessThan(100);
     const ids = receiver.received.map((r) => r.headers['webhook-id']);
     expect(ids).toHaveLength(1000);
     expect(new Set(ids).size).toBe(1000);
@@ -75,7 +78,7 @@ describe('a backlog drained by one job runner', () => {
     const wh = await pausedBacklog(receiver.url, 100, 2);
     await resumeWebhook(app.rt, wh.projectId, wh.id);
     await waitFor(() => receiver.inFlight === 2 || null, 10_000);
-    await waitFor(async () => ((await jobs(wh.id, false)) === 0 && (await jobs(wh.id, true)) === 1) || null, 10_000);
+    await waitFor(async () => ((await jobs(wh.id, false)) === 0 && (await jobs(wh.id, true)) <= 2) || null, 10_000);
     // Throttled: the drain's next claim finds the webhook no longer batchable and ends.
     await app.rt.db.pool.query(`UPDATE webhooks SET throttle_rate_per_second = 100, config_version = config_version + 1 WHERE id = $1`, [wh.id]);
     open.open();

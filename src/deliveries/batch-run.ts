@@ -7,7 +7,7 @@ import type { DirectClaim, DirectClaimStored } from '../runtime.ts';
 import { deferClaim } from './defer.ts';
 import { Drain, Slots } from './drain.ts';
 import type { DeliveryEngine } from './engine.ts';
-import { requeueAttemptJob, requeueWebhookAttemptJobs } from './job.ts';
+import { requeueAttemptJob, requeueJoblessAttemptJobs } from './job.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
 import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
@@ -181,8 +181,8 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   let lingered = false;
   /** The deliveries the claim under way was asked for: named again should it fail. */
   let asked: string[] = [];
-  // A backlog (a claim came back full): the jobs of the webhook's queued deliveries beyond it are
-  // deleted in the background, chunk by chunk, while the drain runs (see takeOverBacklogJobs).
+  // A backlog (a claim came back full): the jobs of the webhook's queued deliveries are deleted in
+  // the background, chunk by chunk in seq order, while the drain runs (see takeOverBacklogJobs).
   let takingOver: Promise<void> | null = null;
   let loopEnded = false;
   const takeOverBacklog = async (afterSeq: string) => {
@@ -328,9 +328,10 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         // Their `delivering` notifications went out with the claim's commit, before any result.
         for (const claim of batch.claims) start(claim, BATCH_CLAIM_LEASE_MS);
         exhausted = batch.claims.length < room;
-        if (!exhausted && !takingOver && batch.claims.length > 0) {
-          const last = batch.claims.reduce((max, c) => Math.max(max, Number(c.row.seq)), 0);
-          takingOver = takeOverBacklog(String(last)).catch((err) => log.warn({ err, webhookId: drained }, 'could not take over the jobs of a backlog; its jobs run as usual'));
+        if (!exhausted && !takingOver) {
+          // From the head of the queue: what the claim took is no longer queued, and it may have
+          // taken named deliveries far behind the head (their jobs had run).
+          takingOver = takeOverBacklog('0').catch((err) => log.warn({ err, webhookId: drained }, 'could not take over the jobs of a backlog; its jobs run as usual'));
         }
         if (!exhausted && asked.length > 0) {
           // Full: named deliveries it had no room for are named again (their jobs are done).
@@ -430,8 +431,8 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
       if (single) {
         await written;
         for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
-        // The jobs it took over: each waiting delivery gets its own again (strict FIFO: the head).
-        if (takingOver) await requeueWebhookAttemptJobs(db, drained);
+        // The jobs it took over: each waiting delivery without one gets its own again (strict FIFO: the head).
+        if (takingOver) await requeueJoblessAttemptJobs(db, drained);
       } else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
       left.release();
     } finally {

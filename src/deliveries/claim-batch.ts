@@ -81,8 +81,8 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
 }
 
 /**
- * Deletes the jobs of a webhook's queued deliveries after `afterSeq` (in seq order, at most `limit`
- * deliveries looked at), while a drain of the webhook works through its backlog: the drain claims
+ * Deletes the jobs of a webhook's queued deliveries after `afterSeq` ('0': from the head; in seq
+ * order, at most `limit` deliveries looked at), while a drain of the webhook works through its backlog: the drain claims
  * them itself (a claim deletes the jobs of what it takes anyway), and graphile-worker, which runs
  * the oldest jobs first, no longer fetches them only to have each name its delivery to the drain
  * and finish (a sixth of the drain's CPU per delivery here), nor makes other webhooks' jobs wait

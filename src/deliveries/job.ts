@@ -73,6 +73,28 @@ export async function requeueWebhookAttemptJobs(db: pg.Pool | pg.PoolClient, web
 }
 
 /**
+ * A job for each of a webhook's queued deliveries that has none (a drain that took their jobs over
+ * ended because the webhook turned strict FIFO or throttled: see takeOverBacklogJobs); strict FIFO:
+ * the head only. Deliveries that have a job keep it untouched: re-adding one a runner holds would
+ * update its locked row, and several such updates in one statement could deadlock with
+ * graphile-worker's batched completion (which stops its pool). Returns how many.
+ */
+export async function requeueJoblessAttemptJobs(db: pg.Pool | pg.PoolClient, webhookId: string): Promise<number> {
+  const { rows } = await db.query(
+    `WITH w AS (SELECT delivery_mode FROM webhooks WHERE id = $1),
+     jobless AS (
+       SELECT d.id, d.webhook_id FROM deliveries d
+        WHERE d.webhook_id = $1 AND d.status = 'queued'
+          AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = ${attemptJobKeySql('d.id')})
+          AND ((SELECT delivery_mode FROM w) = 'parallel' OR d.seq = (
+            SELECT min(seq) FROM deliveries x WHERE x.webhook_id = $1 AND x.status IN ('queued','scheduled','retrying','delivering'))))
+     SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id')} FROM jobless`,
+    [webhookId, ATTEMPT_TASK],
+  );
+  return rows.length;
+}
+
+/**
  * Removes the jobs of a webhook's unfinished deliveries (before the webhook is destroyed, while
  * its deliveries still name them); a running one is only kept from retrying and finds its
  * delivery gone.
