@@ -82,12 +82,13 @@ export async function handOffDueDeliveries(client: pg.Pool | pg.PoolClient, webh
 
 /**
  * Deletes the jobs of a webhook's queued deliveries after `afterSeq` ('0': from the head; in seq
- * order, at most `limit` deliveries looked at), while a drain of the webhook works through its backlog: the drain claims
- * them itself (a claim deletes the jobs of what it takes anyway), and graphile-worker, which runs
- * the oldest jobs first, no longer fetches them only to have each name its delivery to the drain
- * and finish (a sixth of the drain's CPU per delivery here), nor makes other webhooks' jobs wait
- * behind them. Jobs a runner holds, and rows another statement has locked, are left. Should the drain stop, its hand-off job takes the rest
- * (batch-run.ts); should its runner die, the sweeper gives them jobs again (sweep.ts).
+ * order, at most `limit` deliveries looked at), while a drain of the webhook works through its
+ * backlog: the drain claims them itself (a claim deletes the jobs of what it takes anyway), and
+ * graphile-worker, which runs the oldest jobs first, no longer fetches them only to have each name
+ * its delivery to the drain and finish (about a tenth of a drain's CPU per delivery here), nor
+ * makes other webhooks' jobs wait behind them. Jobs a runner holds, and rows another statement has
+ * locked, are left. Should the drain stop, its hand-off job takes the rest (batch-run.ts); should
+ * its runner die, the sweeper gives them jobs again (sweep.ts).
  */
 export async function takeOverBacklogJobs(
   client: pg.Pool | pg.PoolClient,
