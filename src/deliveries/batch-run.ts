@@ -7,7 +7,7 @@ import type { DirectClaim, DirectClaimStored } from '../runtime.ts';
 import { deferClaim } from './defer.ts';
 import { Drain, Slots } from './drain.ts';
 import type { DeliveryEngine } from './engine.ts';
-import { requeueAttemptJob, requeueJoblessAttemptJobs } from './job.ts';
+import { requeueAttemptJob, requeueWebhookAttemptJobs } from './job.ts';
 import { recordLostAttempt, sendTraced } from './send-attempt.ts';
 import { acquireSlotLease, canStart, LEASE_RENEW_MS, releaseSlotLease, renewSlotLease, shrinkSlotLease, type SlotLease } from './slot-lease.ts';
 
@@ -183,10 +183,11 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
   let asked: string[] = [];
   // A backlog (a claim came back full): the jobs of the webhook's queued deliveries are deleted in
   // the background, chunk by chunk in seq order, while the drain runs (see takeOverBacklogJobs).
+  // It goes on while the drain takes deliveries (`accepting`: false once its loop ended or the
+  // runner stops) and has time left.
   let takingOver: Promise<void> | null = null;
-  let loopEnded = false;
-  const takeOverBacklog = async (afterSeq: string) => {
-    for (let after: string | null = afterSeq; after !== null && !loopEnded && !drain.stopping && !signal?.aborted && Date.now() < deadline; ) {
+  const takeOverBacklog = async () => {
+    for (let after: string | null = '0'; after !== null && drain.accepting && !signal?.aborted && Date.now() < deadline; ) {
       const chunk = await takeOverBacklogJobs(db, drained, after, TAKEOVER_CHUNK);
       engine.jobTable.noteDeleted(chunk.deleted);
       after = chunk.looked === TAKEOVER_CHUNK ? chunk.lastSeq : null;
@@ -331,7 +332,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         if (!exhausted && !takingOver) {
           // From the head of the queue: what the claim took is no longer queued, and it may have
           // taken named deliveries far behind the head (their jobs had run).
-          takingOver = takeOverBacklog('0').catch((err) => log.warn({ err, webhookId: drained }, 'could not take over the jobs of a backlog; its jobs run as usual'));
+          takingOver = takeOverBacklog().catch((err) => log.warn({ err, webhookId: drained }, 'could not take over the jobs of a backlog; its jobs run as usual'));
         }
         if (!exhausted && asked.length > 0) {
           // Full: named deliveries it had no room for are named again (their jobs are done).
@@ -370,7 +371,6 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
     handOff = true;
     throw err;
   } finally {
-    loopEnded = true;
     // It claims nothing more: ingest here writes the webhook's deliveries with their jobs again
     // (another runner may take them) rather than handing them to this drain until its last answer.
     drain.accepting = false;
@@ -432,7 +432,7 @@ async function runDrain(engine: DeliveryEngine, drain: Drain, lease: SlotLease, 
         await written;
         for (const id of left.ids) await requeueAttemptJob(db, id, new Date());
         // The jobs it took over: each waiting delivery without one gets its own again (strict FIFO: the head).
-        if (takingOver) await requeueJoblessAttemptJobs(db, drained);
+        if (takingOver) await requeueWebhookAttemptJobs(db, drained, { missingOnly: true });
       } else if (handOff && (!handedOn || left.ids.length)) await handOffDueDeliveries(db, drained);
       left.release();
     } finally {

@@ -57,38 +57,25 @@ export async function requeueAttemptJob(client: pg.PoolClient | pg.Pool, deliver
 /**
  * After a webhook becomes active again: a job for each waiting delivery (for strict FIFO only
  * the head; the rest follow it). Returns how many.
+ *
+ * `missingOnly`: only queued deliveries that have no job (a drain that took their jobs over ended
+ * because the webhook turned strict FIFO or throttled: see takeOverBacklogJobs). Deliveries that
+ * have a job then keep it untouched: re-adding one a runner holds would update its locked row,
+ * and several such updates in one statement could deadlock with graphile-worker's batched
+ * completion (which stops its pool).
  */
-export async function requeueWebhookAttemptJobs(db: pg.Pool | pg.PoolClient, webhookId: string): Promise<number> {
+export async function requeueWebhookAttemptJobs(db: pg.Pool | pg.PoolClient, webhookId: string, { missingOnly = false } = {}): Promise<number> {
+  const waiting = missingOnly
+    ? `d.status = 'queued' AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = ${attemptJobKeySql('d.id')})`
+    : `d.status IN ('queued','scheduled','retrying','delivering')`;
   const { rows } = await db.query(
     `WITH w AS (SELECT delivery_mode FROM webhooks WHERE id = $1),
      pending AS (
        SELECT d.id, d.webhook_id, d.next_attempt_at FROM deliveries d
-        WHERE d.webhook_id = $1 AND d.status IN ('queued','scheduled','retrying','delivering')
+        WHERE d.webhook_id = $1 AND ${waiting}
           AND ((SELECT delivery_mode FROM w) = 'parallel' OR d.seq = (
             SELECT min(seq) FROM deliveries x WHERE x.webhook_id = $1 AND x.status IN ('queued','scheduled','retrying','delivering'))))
      SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id', 'COALESCE(next_attempt_at::timestamptz, now())')} FROM pending`,
-    [webhookId, ATTEMPT_TASK],
-  );
-  return rows.length;
-}
-
-/**
- * A job for each of a webhook's queued deliveries that has none (a drain that took their jobs over
- * ended because the webhook turned strict FIFO or throttled: see takeOverBacklogJobs); strict FIFO:
- * the head only. Deliveries that have a job keep it untouched: re-adding one a runner holds would
- * update its locked row, and several such updates in one statement could deadlock with
- * graphile-worker's batched completion (which stops its pool). Returns how many.
- */
-export async function requeueJoblessAttemptJobs(db: pg.Pool | pg.PoolClient, webhookId: string): Promise<number> {
-  const { rows } = await db.query(
-    `WITH w AS (SELECT delivery_mode FROM webhooks WHERE id = $1),
-     jobless AS (
-       SELECT d.id, d.webhook_id FROM deliveries d
-        WHERE d.webhook_id = $1 AND d.status = 'queued'
-          AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.key = ${attemptJobKeySql('d.id')})
-          AND ((SELECT delivery_mode FROM w) = 'parallel' OR d.seq = (
-            SELECT min(seq) FROM deliveries x WHERE x.webhook_id = $1 AND x.status IN ('queued','scheduled','retrying','delivering'))))
-     SELECT ${addAttemptJobSql('$2', 'id', 'webhook_id')} FROM jobless`,
     [webhookId, ATTEMPT_TASK],
   );
   return rows.length;
